@@ -1,0 +1,16 @@
+# SPDX-License-Identifier: GPL-2.0
+# ppcoal: `make` builds the module and the test modules for KDIR,
+# `make module` builds ppcoal.ko alone (what dkms runs).
+KVER ?= $(shell uname -r)
+KDIR ?= /lib/modules/$(KVER)/build
+
+all:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) PPCOAL_TESTS=1 modules
+
+module:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) PPCOAL_TESTS=1 clean
+
+.PHONY: all module clean

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ppcoal: shared declarations. Paths, modes, hook targets and counters are
+ * each declared once, as tables, here and in ppcoal_counters.h.
+ */
+#ifndef _PPCOAL_H
+#define _PPCOAL_H
+
+#include <linux/ftrace.h>
+#include <linux/percpu.h>
+#include <linux/skbuff.h>
+#include <linux/mm_types.h>
+
+#include "ppcoal_compat.h"
+#include "ppcoal_counters.h"
+
+/* X(id, name): the words the mode parameters accept. */
+#define PPC_MODES(X) \
+	X(OFF, off) \
+	X(OBSERVE, observe) \
+	X(ON, on)
+
+enum ppc_mode {
+#define X(id, name) PPC_MODE_##id,
+	PPC_MODES(X)
+#undef X
+	PPC_NR_MODES
+};
+
+/*
+ * X(id, name, optimised, description). optimised says whether "on" differs
+ * from "observe" in this build; stats print it so nobody mistakes one for
+ * the other.
+ */
+#define PPC_PATHS(X) \
+	X(COALESCE, coalesce, false, "shadow skb_try_coalesce") \
+	X(RECYCLE, recycle, false, "shadow " PPC_RECYCLE_TARGET) \
+	X(VIRTIO, virtio, true, "virtio_net receive: build_skb -> napi_build_skb")
+
+enum ppc_path {
+#define X(id, name, opt, desc) PPC_PATH_##id,
+	PPC_PATHS(X)
+#undef X
+	PPC_NR_PATHS
+};
+
+enum ppc_counter {
+#define X(id, path, name, help) PPC_C_##id,
+	PPC_COUNTERS(X)
+#undef X
+	PPC_NR_COUNTERS
+};
+
+/*
+ * Hook targets. X(id, path, module, symbol, replacement, callback, ipmodify):
+ * module is NULL for vmlinux. replacement is the shadow the ftrace
+ * callback redirects to (livepatch style); callback is a counting ftrace
+ * callback used when there is no replacement. ipmodify: the hook may
+ * change the instruction pointer (needs FTRACE_OPS_FL_IPMODIFY, and so
+ * conflicts with livepatches on the same function).
+ */
+#define PPC_HOOKS(X) \
+	X(COALESCE, COALESCE, NULL, "skb_try_coalesce", ppc_skb_try_coalesce, NULL, true) \
+	X(RECYCLE, RECYCLE, NULL, PPC_RECYCLE_TARGET, ppc_recycle_put, NULL, true) \
+	X(PAGE_TO_SKB, VIRTIO, "virtio_net", "page_to_skb", NULL, ppc_virtio_page_to_skb_cb, false) \
+	X(BUILD_SKB, VIRTIO, NULL, "build_skb", NULL, ppc_virtio_build_skb_cb, true) \
+	X(NAPI_ALLOC, VIRTIO, NULL, PPC_NAPI_ALLOC_TARGET, NULL, ppc_virtio_alloc_cb, false) \
+	X(RX_FRAG, VIRTIO, NULL, PPC_RX_FRAG_TARGET, NULL, ppc_virtio_rx_frag_cb, false)
+
+enum ppc_hook_id {
+#define X(id, path, mod, sym, repl, cb, ipmod) PPC_HOOK_##id,
+	PPC_HOOKS(X)
+#undef X
+	PPC_NR_HOOKS
+};
+
+struct ppc_pcpu_stats {
+	u64 c[PPC_NR_COUNTERS];
+};
+
+/* Entries into and exits from each replacement, for the unload drain. */
+struct ppc_pcpu_inflight {
+	unsigned long enter[PPC_NR_HOOKS];
+	unsigned long exit[PPC_NR_HOOKS];
+};
+
+DECLARE_PER_CPU(struct ppc_pcpu_stats, ppc_stats);
+DECLARE_PER_CPU(struct ppc_pcpu_inflight, ppc_inflight);
+
+/* Current mode of each path, read locklessly on the fast path. */
+extern enum ppc_mode ppc_mode[PPC_NR_PATHS];
+
+#define ppc_count(id) this_cpu_inc(ppc_stats.c[PPC_C_##id])
+#define ppc_path_mode(p) READ_ONCE(ppc_mode[PPC_PATH_##p])
+/* Every replacement calls this on each of its returns. */
+#define ppc_leave(h) this_cpu_inc(ppc_inflight.exit[PPC_HOOK_##h])
+
+/* Replacements and callbacks named in PPC_HOOKS. */
+bool ppc_skb_try_coalesce(struct sk_buff *to, struct sk_buff *from,
+			  bool *fragstolen, int *delta_truesize);
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+bool ppc_recycle_put(netmem_ref netmem);
+#else
+bool ppc_recycle_put(struct page *page);
+#endif
+void ppc_virtio_page_to_skb_cb(unsigned long ip, unsigned long parent_ip,
+			       struct ftrace_ops *op, struct ftrace_regs *fregs);
+void ppc_virtio_build_skb_cb(unsigned long ip, unsigned long parent_ip,
+			     struct ftrace_ops *op, struct ftrace_regs *fregs);
+void ppc_virtio_alloc_cb(unsigned long ip, unsigned long parent_ip,
+			 struct ftrace_ops *op, struct ftrace_regs *fregs);
+void ppc_virtio_rx_frag_cb(unsigned long ip, unsigned long parent_ip,
+			   struct ftrace_ops *op, struct ftrace_regs *fregs);
+
+/* virtio_net caller ranges (ppcoal_virtio_hook.c) */
+int ppc_virtio_resolve(void);
+void ppc_virtio_forget(void);
+
+/* Hook engine (ppcoal_hook.c) */
+int ppc_resolve_symbol(const char *module, const char *symbol,
+		       unsigned long *addr, unsigned long *size);
+int ppc_path_attach(enum ppc_path path, bool coming);
+void ppc_path_detach(enum ppc_path path);
+bool ppc_path_attached(enum ppc_path path);
+const char *ppc_path_state(enum ppc_path path, char *buf, size_t len);
+int ppc_engine_init(void);
+void ppc_engine_exit(void);
+
+extern struct mutex ppc_lock;
+extern const char * const ppc_path_names[PPC_NR_PATHS];
+
+#endif /* _PPCOAL_H */

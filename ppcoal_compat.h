@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ppcoal: names and helpers that differ between kernel families, chosen
+ * by the feature flags in the generated ppcoal_kcompat.h.
+ */
+#ifndef _PPCOAL_COMPAT_H
+#define _PPCOAL_COMPAT_H
+
+#include "ppcoal_kcompat.h"
+
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+#define PPC_RECYCLE_TARGET "napi_pp_put_page"
+#else
+#define PPC_RECYCLE_TARGET "page_pool_return_skb_page"
+#endif
+
+#ifdef PPC_HAVE_NAPI_ALLOC_SKB_FN
+#define PPC_NAPI_ALLOC_TARGET "napi_alloc_skb"
+#else
+#define PPC_NAPI_ALLOC_TARGET "__napi_alloc_skb"
+#endif
+
+#ifdef PPC_HAVE_SKB_ADD_RX_FRAG_NETMEM
+#define PPC_RX_FRAG_TARGET "skb_add_rx_frag_netmem"
+#else
+#define PPC_RX_FRAG_TARGET "skb_add_rx_frag"
+#endif
+
+#ifdef PPC_HAVE_FREGS_SET_IP
+#define ppc_fregs_set_ip(fregs, ip) ftrace_regs_set_instruction_pointer(fregs, ip)
+#else
+#define ppc_fregs_set_ip(fregs, ip) ftrace_instruction_pointer_set(fregs, ip)
+#endif
+
+#ifdef PPC_HAVE_PAGE_POOL_HELPERS_H
+#include <net/page_pool/helpers.h>
+#else
+#include <net/page_pool.h>
+#endif
+
+#ifdef PPC_HAVE_SKBUFF_REF_H
+#include <linux/skbuff_ref.h>
+#endif
+
+#endif /* _PPCOAL_COMPAT_H */

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ppcoal hook engine: resolves hook targets, redirects them with ftrace
+ * (livepatch style, kernel/livepatch/patch.c klp_ftrace_handler), follows
+ * modules that own targets, and drains in-flight replacements on removal.
+ *
+ * Addresses are found with a disabled kprobe (the kprobe core does the
+ * kallsyms lookup; nothing here calls a non-exported function) and sized
+ * with sprint_symbol(). Redirect callbacks run without
+ * FTRACE_OPS_FL_RECURSION for speed: they are notrace and call nothing.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/delay.h>
+#include <linux/kallsyms.h>
+#include <linux/kprobes.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/rcupdate.h>
+
+#include "ppcoal.h"
+
+DEFINE_PER_CPU(struct ppc_pcpu_inflight, ppc_inflight);
+
+struct ppc_hook {
+	const char *module;
+	const char *symbol;
+	enum ppc_path path;
+	void *replacement;
+	ftrace_func_t callback;
+	bool ipmodify;
+	unsigned long addr;
+	bool attached;
+	struct ftrace_ops ops;
+};
+
+static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
+#define X(id, p, mod, sym, repl, cb, ipmod) \
+	[PPC_HOOK_##id] = { .module = mod, .symbol = sym, \
+			    .path = PPC_PATH_##p, .replacement = repl, \
+			    .callback = cb, .ipmodify = ipmod },
+	PPC_HOOKS(X)
+#undef X
+};
+
+struct ppc_path_status {
+	bool waiting;		/* a module that owns targets is not loaded */
+	const char *waiting_for;
+	char reason[160];	/* set when the path cannot be attached */
+};
+
+static struct ppc_path_status ppc_status[PPC_NR_PATHS];
+
+#define for_each_path_hook(h, p) \
+	for (h = ppc_hooks; h < ppc_hooks + PPC_NR_HOOKS; h++) \
+		if (h->path == (p))
+
+static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
+				 struct ftrace_ops *op,
+				 struct ftrace_regs *fregs)
+{
+	struct ppc_hook *h = container_of(op, struct ppc_hook, ops);
+
+	/* Counted before the jump: the drain waits for the matching exit. */
+	this_cpu_inc(ppc_inflight.enter[h - ppc_hooks]);
+	ppc_fregs_set_ip(fregs, (unsigned long)h->replacement);
+}
+
+/**
+ * ppc_resolve_symbol() - find a function without kallsyms_lookup_name()
+ * @module: owning module name, or NULL for vmlinux
+ * @symbol: function name
+ * @addr: where to store the function's start address
+ * @size: where to store its size, may be NULL
+ *
+ * Registers a disabled kprobe by name (nothing is patched), reads the
+ * address the kprobe core resolved, and sizes the function with
+ * sprint_symbol(). On IBT kernels the kprobe sits after ENDBR; the offset
+ * printed by sprint_symbol() gives the start back.
+ *
+ * Return: 0, or -ENOENT when the symbol does not exist, or another errno.
+ */
+int ppc_resolve_symbol(const char *module, const char *symbol,
+		       unsigned long *addr, unsigned long *size)
+{
+	char name[MODULE_NAME_LEN + KSYM_NAME_LEN + 2];
+	char buf[KSYM_SYMBOL_LEN];
+	struct kprobe kp = {
+		.symbol_name = name,
+		.flags = KPROBE_FLAG_DISABLED,
+	};
+	unsigned long a, off, sz;
+	size_t n = strlen(symbol);
+	char *plus;
+	int ret;
+
+	if (module)
+		snprintf(name, sizeof(name), "%s:%s", module, symbol);
+	else
+		strscpy(name, symbol, sizeof(name));
+	ret = register_kprobe(&kp);
+	if (ret)
+		return ret;
+	a = (unsigned long)kp.addr;
+	unregister_kprobe(&kp);
+
+	sprint_symbol(buf, a);
+	plus = strchr(buf, '+');
+	if (!plus || plus - buf != n || strncmp(buf, symbol, n) ||
+	    sscanf(plus, "+%lx/%lx", &off, &sz) != 2 || off >= sz) {
+		pr_err("%s: cannot size %s (kallsyms says \"%s\")\n",
+		       name, symbol, buf);
+		return -EINVAL;
+	}
+	*addr = a - off;
+	if (size)
+		*size = sz;
+	return 0;
+}
+
+static int ppc_hook_attach(struct ppc_hook *h)
+{
+	int ret;
+
+	h->ops.func = h->replacement ? ppc_redirect : h->callback;
+	/*
+	 * No SAVE_REGS: with DYNAMIC_FTRACE_WITH_ARGS the instruction pointer
+	 * is reachable through ftrace_regs, as livepatch uses it.
+	 */
+	h->ops.flags = h->ipmodify ? FTRACE_OPS_FL_IPMODIFY : 0;
+	ret = ftrace_set_filter_ip(&h->ops, h->addr, 0, 1);
+	if (ret)
+		return ret;
+	ret = register_ftrace_function(&h->ops);
+	if (ret) {
+		ftrace_set_filter_ip(&h->ops, h->addr, 1, 0);
+		return ret;
+	}
+	h->attached = true;
+	return 0;
+}
+
+static unsigned long ppc_inflight_of(int id)
+{
+	unsigned long in = 0, out = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		in += READ_ONCE(per_cpu(ppc_inflight.enter[id], cpu));
+		out += READ_ONCE(per_cpu(ppc_inflight.exit[id], cpu));
+	}
+	return in - out;
+}
+
+static void ppc_hook_detach(struct ppc_hook *h)
+{
+	unsigned long left;
+	unsigned int ms = 0;
+	int ret;
+
+	if (!h->attached)
+		return;
+	/* Returns once no CPU can be in the callback or enter it again. */
+	ret = unregister_ftrace_function(&h->ops);
+	if (ret)
+		pr_err("%s: unregister_ftrace_function: %d\n", h->symbol, ret);
+	h->attached = false;
+	if (!h->replacement)
+		return;
+	/* Every entry counted by ppc_redirect() must leave the shadow. */
+	while ((left = ppc_inflight_of(h - ppc_hooks)) != 0) {
+		msleep(1);
+		if (++ms % 10000 == 0)
+			pr_warn("%s: still waiting for %lu in-flight calls\n",
+				h->symbol, left);
+	}
+}
+
+static void ppc_set_reason(enum ppc_path path, const struct ppc_hook *h,
+			   int err)
+{
+	struct ppc_path_status *st = &ppc_status[path];
+
+	if (err == -EBUSY)
+		snprintf(st->reason, sizeof(st->reason),
+			 "%s is already modified by another ftrace IPMODIFY user (a livepatch?) (-EBUSY)",
+			 h->symbol);
+	else if (err == -ENOENT)
+		snprintf(st->reason, sizeof(st->reason),
+			 "%s not found in %s (-ENOENT)", h->symbol,
+			 h->module ?: "the kernel");
+	else
+		snprintf(st->reason, sizeof(st->reason),
+			 "%s cannot be hooked (%d)", h->symbol, err);
+}
+
+/**
+ * ppc_path_attach() - attach every hook of a path
+ * @path: the path
+ * @coming: a module owning targets of @path is being loaded right now
+ *
+ * Called with ppc_lock held. All or nothing: on failure the hooks attached
+ * so far are removed and the reason is kept for stats and dmesg. A target
+ * in a module that is not loaded (-ENOENT outside @coming) leaves the path
+ * waiting; the module notifier attaches it when the module comes.
+ *
+ * Return: 0 when attached or waiting, else a negative errno.
+ */
+int ppc_path_attach(enum ppc_path path, bool coming)
+{
+	struct ppc_path_status *st = &ppc_status[path];
+	struct ppc_hook *h;
+	int ret = 0;
+
+	lockdep_assert_held(&ppc_lock);
+	st->reason[0] = '\0';
+	st->waiting = false;
+	for_each_path_hook(h, path) {
+		if (h->attached)
+			continue;
+		ret = ppc_resolve_symbol(h->module, h->symbol, &h->addr, NULL);
+		if (ret == -ENOENT && h->module && !coming) {
+			st->waiting = true;
+			st->waiting_for = h->module;
+			ret = 0;
+			goto undo;
+		}
+		if (ret)
+			goto fail;
+	}
+	if (path == PPC_PATH_VIRTIO) {
+		ret = ppc_virtio_resolve();
+		if (ret) {
+			snprintf(st->reason, sizeof(st->reason),
+				 "virtio_net receive functions not found (%d)",
+				 ret);
+			goto undo;
+		}
+	}
+	for_each_path_hook(h, path) {
+		if (h->attached)
+			continue;
+		ret = ppc_hook_attach(h);
+		if (ret)
+			goto fail;
+	}
+	pr_info("%s: attached\n", ppc_path_names[path]);
+	return 0;
+fail:
+	ppc_set_reason(path, h, ret);
+undo:
+	for_each_path_hook(h, path)
+		ppc_hook_detach(h);
+	if (st->waiting) {
+		pr_info("%s: waiting for %s to load\n", ppc_path_names[path],
+			st->waiting_for);
+		return 0;
+	}
+	pr_warn("%s: unavailable: %s; this path stays off, the others keep working\n",
+		ppc_path_names[path], st->reason);
+	return ret;
+}
+
+/**
+ * ppc_path_detach() - remove every hook of a path and drain it
+ * @path: the path
+ *
+ * Called with ppc_lock held. On return no CPU runs or will run a
+ * replacement of this path (up to its final return instruction; module
+ * exit adds synchronize_rcu_tasks() for that).
+ */
+void ppc_path_detach(enum ppc_path path)
+{
+	struct ppc_hook *h;
+	bool was = false;
+
+	lockdep_assert_held(&ppc_lock);
+	for_each_path_hook(h, path) {
+		was |= h->attached;
+		ppc_hook_detach(h);
+	}
+	if (path == PPC_PATH_VIRTIO)
+		ppc_virtio_forget();
+	if (was)
+		pr_info("%s: detached\n", ppc_path_names[path]);
+}
+
+/**
+ * ppc_path_attached() - are all hooks of a path attached
+ * @path: the path
+ *
+ * Return: true when every hook of @path is live.
+ */
+bool ppc_path_attached(enum ppc_path path)
+{
+	struct ppc_hook *h;
+
+	for_each_path_hook(h, path)
+		if (!h->attached)
+			return false;
+	return true;
+}
+
+/**
+ * ppc_path_state() - describe a path's hook state for stats
+ * @path: the path
+ * @buf: scratch buffer
+ * @len: its size
+ *
+ * Return: "attached", "detached", "waiting for <module>" or
+ * "unavailable: <reason>".
+ */
+const char *ppc_path_state(enum ppc_path path, char *buf, size_t len)
+{
+	const struct ppc_path_status *st = &ppc_status[path];
+
+	if (st->reason[0])
+		snprintf(buf, len, "unavailable: %s", st->reason);
+	else if (st->waiting)
+		snprintf(buf, len, "waiting for %s", st->waiting_for);
+	else
+		strscpy(buf, ppc_path_attached(path) ? "attached" : "detached",
+			len);
+	return buf;
+}
+
+static bool ppc_path_uses_module(enum ppc_path path, const char *name)
+{
+	struct ppc_hook *h;
+
+	for_each_path_hook(h, path)
+		if (h->module && !strcmp(h->module, name))
+			return true;
+	return false;
+}
+
+static int ppc_module_notify(struct notifier_block *nb, unsigned long action,
+			     void *data)
+{
+	struct module *mod = data;
+	int p;
+
+	if (action != MODULE_STATE_COMING && action != MODULE_STATE_GOING)
+		return NOTIFY_DONE;
+	mutex_lock(&ppc_lock);
+	for (p = 0; p < PPC_NR_PATHS; p++) {
+		if (!ppc_path_uses_module(p, mod->name))
+			continue;
+		if (action == MODULE_STATE_GOING) {
+			/* Its init has unregistered its devices: no traffic. */
+			ppc_path_detach(p);
+			ppc_status[p].waiting = true;
+			ppc_status[p].waiting_for = mod->name;
+		} else if (READ_ONCE(ppc_mode[p]) != PPC_MODE_OFF) {
+			ppc_path_attach(p, true);
+		}
+	}
+	mutex_unlock(&ppc_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block ppc_module_nb = {
+	.notifier_call = ppc_module_notify,
+};
+
+/**
+ * ppc_engine_init() - start following modules that own hook targets
+ *
+ * Return: 0 or a negative errno.
+ */
+int ppc_engine_init(void)
+{
+	return register_module_notifier(&ppc_module_nb);
+}
+
+/**
+ * ppc_engine_exit() - remove every hook and make module text unreachable
+ */
+void ppc_engine_exit(void)
+{
+	int p;
+
+	unregister_module_notifier(&ppc_module_nb);
+	mutex_lock(&ppc_lock);
+	for (p = 0; p < PPC_NR_PATHS; p++)
+		ppc_path_detach(p);
+	mutex_unlock(&ppc_lock);
+	/*
+	 * A task preempted between a replacement's exit count and its return
+	 * instruction still runs module text: wait until every task has
+	 * passed a voluntary context switch, as ftrace does for trampolines.
+	 */
+	synchronize_rcu_tasks();
+	for (p = 0; p < PPC_NR_HOOKS; p++)
+		ftrace_free_filter(&ppc_hooks[p].ops);
+}

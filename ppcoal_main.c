@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ppcoal: modern page-pool and skb datapath optimisations for stock
+ * distribution kernels, through ftrace-redirected shadow functions.
+ *
+ * This file: module parameters (modes, master switch, reset), the
+ * debugfs stats file, and module init/exit.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/seq_file.h>
+#include <linux/utsname.h>
+
+#include "ppcoal.h"
+
+DEFINE_PER_CPU(struct ppc_pcpu_stats, ppc_stats);
+DEFINE_MUTEX(ppc_lock);
+
+static const char * const ppc_mode_names[PPC_NR_MODES] = {
+#define X(id, name) [PPC_MODE_##id] = #name,
+	PPC_MODES(X)
+#undef X
+};
+
+const char * const ppc_path_names[PPC_NR_PATHS] = {
+#define X(id, name, opt, desc) [PPC_PATH_##id] = #name,
+	PPC_PATHS(X)
+#undef X
+};
+
+static const bool ppc_path_optimised[PPC_NR_PATHS] = {
+#define X(id, name, opt, desc) [PPC_PATH_##id] = opt,
+	PPC_PATHS(X)
+#undef X
+};
+
+static const char * const ppc_counter_names[PPC_NR_COUNTERS] = {
+#define X(id, p, name, help) [PPC_C_##id] = #p "." #name,
+	PPC_COUNTERS(X)
+#undef X
+};
+
+/* Written only under ppc_lock; the datapath reads it with READ_ONCE. */
+enum ppc_mode ppc_mode[PPC_NR_PATHS] = {
+	[0 ... PPC_NR_PATHS - 1] = PPC_MODE_ON,
+};
+
+static bool ppc_ready;		/* init done: mode writes act at once */
+static struct dentry *ppc_debugfs;
+
+static int ppc_parse_mode(const char *val, enum ppc_mode *mode)
+{
+	char word[16];
+	int m;
+
+	if (strscpy(word, val, sizeof(word)) < 0)
+		return -EINVAL;
+	strim(word);
+	for (m = 0; m < PPC_NR_MODES; m++) {
+		if (!strcmp(word, ppc_mode_names[m])) {
+			*mode = m;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Called with ppc_lock held. */
+static int ppc_set_path_mode(enum ppc_path path, enum ppc_mode mode)
+{
+	enum ppc_mode old = ppc_mode[path];
+	int ret;
+
+	if (!ppc_ready) {
+		WRITE_ONCE(ppc_mode[path], mode);
+		return 0;
+	}
+	if (mode == PPC_MODE_OFF) {
+		/* Stop the shadow first, then let in-flight calls drain. */
+		WRITE_ONCE(ppc_mode[path], mode);
+		ppc_path_detach(path);
+		return 0;
+	}
+	if (old == PPC_MODE_OFF || !ppc_path_attached(path)) {
+		ret = ppc_path_attach(path, false);
+		if (ret) {
+			pr_err("%s: cannot switch to %s: path unavailable on this kernel, left %s\n",
+			       ppc_path_names[path], ppc_mode_names[mode],
+			       ppc_mode_names[PPC_MODE_OFF]);
+			WRITE_ONCE(ppc_mode[path], PPC_MODE_OFF);
+			return -EINVAL;
+		}
+	}
+	WRITE_ONCE(ppc_mode[path], mode);
+	return 0;
+}
+
+static int ppc_param_set_path(const char *val, const struct kernel_param *kp)
+{
+	enum ppc_path path = (enum ppc_path)(unsigned long)kp->arg;
+	enum ppc_mode mode;
+	int ret;
+
+	if (ppc_parse_mode(val, &mode)) {
+		pr_err("%s: invalid mode \"%.32s\": use off, observe or on; mode unchanged\n",
+		       ppc_path_names[path], val);
+		return -EINVAL;
+	}
+	mutex_lock(&ppc_lock);
+	ret = ppc_set_path_mode(path, mode);
+	mutex_unlock(&ppc_lock);
+	return ret;
+}
+
+static int ppc_param_get_path(char *buf, const struct kernel_param *kp)
+{
+	enum ppc_path path = (enum ppc_path)(unsigned long)kp->arg;
+
+	return sysfs_emit(buf, "%s\n", ppc_mode_names[READ_ONCE(ppc_mode[path])]);
+}
+
+static const struct kernel_param_ops ppc_path_param_ops = {
+	.set = ppc_param_set_path,
+	.get = ppc_param_get_path,
+};
+
+#define X(id, name, opt, desc) \
+	module_param_cb(name, &ppc_path_param_ops, \
+			(void *)(unsigned long)PPC_PATH_##id, 0644); \
+	MODULE_PARM_DESC(name, desc ": off, observe or on (default on)");
+PPC_PATHS(X)
+#undef X
+
+/*
+ * The master switch: sets every path. Paths that cannot be attached on
+ * this kernel are reported and left off; the write fails only for a bad
+ * word, so the available paths always follow the switch.
+ */
+static int ppc_param_set_master(const char *val, const struct kernel_param *kp)
+{
+	enum ppc_mode mode;
+	int p;
+
+	if (ppc_parse_mode(val, &mode)) {
+		pr_err("mode: invalid mode \"%.32s\": use off, observe or on; modes unchanged\n",
+		       val);
+		return -EINVAL;
+	}
+	mutex_lock(&ppc_lock);
+	for (p = 0; p < PPC_NR_PATHS; p++)
+		ppc_set_path_mode(p, mode);
+	mutex_unlock(&ppc_lock);
+	return 0;
+}
+
+static int ppc_param_get_master(char *buf, const struct kernel_param *kp)
+{
+	enum ppc_mode m = READ_ONCE(ppc_mode[0]);
+	int p;
+
+	for (p = 1; p < PPC_NR_PATHS; p++)
+		if (READ_ONCE(ppc_mode[p]) != m)
+			return sysfs_emit(buf, "mixed\n");
+	return sysfs_emit(buf, "%s\n", ppc_mode_names[m]);
+}
+
+static const struct kernel_param_ops ppc_master_param_ops = {
+	.set = ppc_param_set_master,
+	.get = ppc_param_get_master,
+};
+
+module_param_cb(mode, &ppc_master_param_ops, NULL, 0644);
+MODULE_PARM_DESC(mode, "master switch, sets every path: off, observe or on (reads \"mixed\" when paths differ)");
+
+static int ppc_param_set_reset(const char *val, const struct kernel_param *kp)
+{
+	bool doit;
+	int cpu;
+
+	if (kstrtobool(val, &doit)) {
+		pr_err("reset_stats: invalid value \"%.32s\": write 1\n", val);
+		return -EINVAL;
+	}
+	if (!doit)
+		return 0;
+	/* Racy against concurrent increments by design: stats, not state. */
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(&ppc_stats, cpu), 0, sizeof(ppc_stats));
+	return 0;
+}
+
+static int ppc_param_get_reset(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "0\n");
+}
+
+static const struct kernel_param_ops ppc_reset_param_ops = {
+	.set = ppc_param_set_reset,
+	.get = ppc_param_get_reset,
+};
+
+module_param_cb(reset_stats, &ppc_reset_param_ops, NULL, 0200);
+MODULE_PARM_DESC(reset_stats, "write 1 to zero every counter");
+
+static int ppc_stats_show(struct seq_file *m, void *v)
+{
+	char state[192];
+	u64 sum;
+	int c, p, cpu;
+
+	seq_printf(m, "release %s\n", init_utsname()->release);
+	seq_printf(m, "recycle_target %s\n", PPC_RECYCLE_TARGET);
+	mutex_lock(&ppc_lock);
+	for (p = 0; p < PPC_NR_PATHS; p++) {
+		seq_printf(m, "%s.mode %s\n", ppc_path_names[p],
+			   ppc_mode_names[READ_ONCE(ppc_mode[p])]);
+		seq_printf(m, "%s.state %s\n", ppc_path_names[p],
+			   ppc_path_state(p, state, sizeof(state)));
+		seq_printf(m, "%s.on_means %s\n", ppc_path_names[p],
+			   ppc_path_optimised[p] ? "optimised" :
+			   "observe (optimisation not built yet)");
+	}
+	mutex_unlock(&ppc_lock);
+	for (c = 0; c < PPC_NR_COUNTERS; c++) {
+		sum = 0;
+		for_each_possible_cpu(cpu)
+			sum += per_cpu(ppc_stats.c[c], cpu);
+		seq_printf(m, "%s %llu\n", ppc_counter_names[c], sum);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ppc_stats);
+
+static int __init ppc_init(void)
+{
+	int p, ret;
+
+	ret = ppc_engine_init();
+	if (ret)
+		return ret;
+	mutex_lock(&ppc_lock);
+	ppc_ready = true;
+	for (p = 0; p < PPC_NR_PATHS; p++) {
+		if (ppc_mode[p] != PPC_MODE_OFF &&
+		    ppc_path_attach(p, false))
+			WRITE_ONCE(ppc_mode[p], PPC_MODE_OFF);
+	}
+	mutex_unlock(&ppc_lock);
+	/* 0444 and read-only fops: debugfs allows it under lockdown. */
+	ppc_debugfs = debugfs_create_dir("ppcoal", NULL);
+	debugfs_create_file("stats", 0444, ppc_debugfs, NULL, &ppc_stats_fops);
+	pr_info("loaded on %s (%s), modes: coalesce=%s recycle=%s virtio=%s\n",
+		init_utsname()->release, PPC_RECYCLE_TARGET,
+		ppc_mode_names[ppc_mode[PPC_PATH_COALESCE]],
+		ppc_mode_names[ppc_mode[PPC_PATH_RECYCLE]],
+		ppc_mode_names[ppc_mode[PPC_PATH_VIRTIO]]);
+	return 0;
+}
+
+static void __exit ppc_exit(void)
+{
+	debugfs_remove_recursive(ppc_debugfs);
+	ppc_engine_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(ppc_init);
+module_exit(ppc_exit);
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("ppcoal developers");
+MODULE_DESCRIPTION("Page-pool coalescing, direct recycling and NAPI skb cache for stock kernels");

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ppcoal virtio_net receive path, without mirroring virtio_net's private
+ * structures (design brief, decision 4): the callee is substituted.
+ *
+ * build_skb() called from virtio_net's receive functions becomes
+ * napi_build_skb() (same signature, both exported) when in softirq, as
+ * upstream review of the 2021 page_to_skb build-in-place change asked.
+ * page_to_skb() (6.1 drivers/net/virtio_net.c:465, 6.12 :783) is counted
+ * per branch from the calls it makes: build_skb (in place), napi_alloc_skb
+ * (copy) and skb_add_rx_frag (payload left in frags).
+ *
+ * All callbacks here are notrace, take no locks and call nothing.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/hardirq.h>
+#include <linux/skbuff.h>
+
+#include "ppcoal.h"
+
+/*
+ * Functions of virtio_net whose build_skb calls are the receive path.
+ * Entry 0 must stay page_to_skb: its range also classifies the branches.
+ */
+#define PPC_CALLER_PAGE_TO_SKB 0
+static const struct {
+	const char *symbol;
+	bool optional;		/* inlined in some builds */
+} ppc_virtio_callers[] = {
+	{ "page_to_skb", false },
+	{ "receive_buf", false },
+	{ "virtnet_build_skb", true },
+	{ "receive_small_build_skb", true },
+};
+
+#define PPC_NR_CALLERS ARRAY_SIZE(ppc_virtio_callers)
+
+static struct {
+	unsigned long start, end;
+} ppc_range[PPC_NR_CALLERS];
+
+/* Per CPU: a page_to_skb call whose branch is not known yet. */
+static DEFINE_PER_CPU(bool, ppc_ptskb_open);
+
+static __always_inline bool ppc_in(int i, unsigned long ip)
+{
+	return ip - ppc_range[i].start < ppc_range[i].end - ppc_range[i].start;
+}
+
+static __always_inline bool ppc_from_rx_path(unsigned long ip)
+{
+	unsigned int i;
+
+	for (i = 0; i < PPC_NR_CALLERS; i++)
+		if (ppc_in(i, ip))
+			return true;
+	return false;
+}
+
+/**
+ * ppc_virtio_resolve() - find virtio_net's receive functions
+ *
+ * Called with ppc_lock held, before the virtio hooks are attached.
+ *
+ * Return: 0, or the error of a required function that was not found.
+ */
+int ppc_virtio_resolve(void)
+{
+	unsigned long addr, size;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < PPC_NR_CALLERS; i++) {
+		ret = ppc_resolve_symbol("virtio_net",
+					 ppc_virtio_callers[i].symbol,
+					 &addr, &size);
+		if (ret && ppc_virtio_callers[i].optional) {
+			addr = 0;
+			size = 0;
+		} else if (ret) {
+			pr_err("virtio: virtio_net:%s: %d\n",
+			       ppc_virtio_callers[i].symbol, ret);
+			ppc_virtio_forget();
+			return ret;
+		}
+		WRITE_ONCE(ppc_range[i].start, addr);
+		WRITE_ONCE(ppc_range[i].end, addr + size);
+	}
+	return 0;
+}
+
+/**
+ * ppc_virtio_forget() - drop virtio_net's addresses (it is going away)
+ *
+ * Called with ppc_lock held, after the virtio hooks are detached.
+ */
+void ppc_virtio_forget(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < PPC_NR_CALLERS; i++) {
+		WRITE_ONCE(ppc_range[i].start, 0);
+		WRITE_ONCE(ppc_range[i].end, 0);
+	}
+}
+
+/**
+ * ppc_virtio_page_to_skb_cb() - ftrace callback on entry of page_to_skb
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments
+ */
+void notrace ppc_virtio_page_to_skb_cb(unsigned long ip,
+				       unsigned long parent_ip,
+				       struct ftrace_ops *op,
+				       struct ftrace_regs *fregs)
+{
+	ppc_count(VI_PTSKB_CALLS);
+	this_cpu_write(ppc_ptskb_open, true);
+}
+
+/**
+ * ppc_virtio_build_skb_cb() - ftrace callback on build_skb
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments
+ *
+ * From the virtio receive path in softirq and with virtio=on, the call
+ * continues in napi_build_skb(): same arguments, same return type.
+ */
+void notrace ppc_virtio_build_skb_cb(unsigned long ip, unsigned long parent_ip,
+				     struct ftrace_ops *op,
+				     struct ftrace_regs *fregs)
+{
+	if (!ppc_from_rx_path(parent_ip)) {
+		ppc_count(VI_OTHER_BUILD_SKB);
+		return;
+	}
+	ppc_count(VI_RX_BUILD_SKB);
+	if (ppc_in(PPC_CALLER_PAGE_TO_SKB, parent_ip)) {
+		ppc_count(VI_PTSKB_BUILD);
+		this_cpu_write(ppc_ptskb_open, false);
+	}
+	if (ppc_path_mode(VIRTIO) != PPC_MODE_ON)
+		return;
+	/* napi_build_skb() uses the per-CPU NAPI cache: BHs must be off. */
+	if (!in_softirq() || in_hardirq()) {
+		ppc_count(VI_SUBST_NOT_SOFTIRQ);
+		return;
+	}
+	ppc_count(VI_SUBST);
+	ppc_fregs_set_ip(fregs, (unsigned long)napi_build_skb);
+}
+
+/**
+ * ppc_virtio_alloc_cb() - ftrace callback on napi_alloc_skb
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments
+ */
+void notrace ppc_virtio_alloc_cb(unsigned long ip, unsigned long parent_ip,
+				 struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	if (ppc_in(PPC_CALLER_PAGE_TO_SKB, parent_ip))
+		ppc_count(VI_PTSKB_ALLOC);
+}
+
+/**
+ * ppc_virtio_rx_frag_cb() - ftrace callback on skb_add_rx_frag
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments
+ *
+ * Counts the first frag a page_to_skb call adds (big mode adds several).
+ */
+void notrace ppc_virtio_rx_frag_cb(unsigned long ip, unsigned long parent_ip,
+				   struct ftrace_ops *op,
+				   struct ftrace_regs *fregs)
+{
+	if (ppc_in(PPC_CALLER_PAGE_TO_SKB, parent_ip) && this_cpu_read(ppc_ptskb_open)) {
+		this_cpu_write(ppc_ptskb_open, false);
+		ppc_count(VI_PTSKB_FRAGS);
+	}
+}

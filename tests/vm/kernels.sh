@@ -1,0 +1,426 @@
+#!/usr/bin/env bash
+# Kernel cache for the ppcoal VM tests.
+#
+# Sourceable library, or CLI:
+#   tests/vm/kernels.sh prepare ID        download + extract kernel ID, provide its KDIR
+#   tests/vm/kernels.sh version ID        print the resolved kernel release
+#   tests/vm/kernels.sh kdir ID           print the KDIR used to build for ID
+#   tests/vm/kernels.sh build ID OUTDIR   build the repo's modules for ID into OUTDIR
+#   tests/vm/kernels.sh dkms ID OUTDIR    build through dkms (needs dkms.conf in the repo)
+#
+# Kernel IDs:
+#   deb12     Debian 12 stock (bookworm + bookworm-security, host apt)
+#   deb12bpo  bookworm-backports (headers extracted into the cache; built with host gcc-12)
+#   deb13     Debian 13 stock (headers need gcc-14: built inside a trixie chroot)
+#
+# Environment:
+#   PPCOAL_CACHE      cache root (default /var/cache/ppcoal)
+#   PPCOAL_SRC        source tree to build (default: the repository)
+#   PPCOAL_MIRROR     Debian mirror (default http://deb.debian.org/debian)
+#   PPCOAL_APT_MAX_AGE  refresh private apt lists older than this many days (default 7)
+#   PPCOAL_KVER_<ID>  force a kernel release for ID (e.g. PPCOAL_KVER_deb13=6.12.117+deb13-amd64)
+
+PPCOAL_VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PPCOAL_REPO=${PPCOAL_REPO:-$(cd "$PPCOAL_VM_DIR/../.." && pwd)}
+PPCOAL_CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
+PPCOAL_MIRROR=${PPCOAL_MIRROR:-http://deb.debian.org/debian}
+PPCOAL_KERNEL_IDS="deb12 deb12bpo deb13"
+
+# Fallbacks used only when the version cannot be resolved from apt metadata.
+declare -A PPCOAL_KVER_FALLBACK=(
+	[deb12]=6.1.0-57-amd64
+	[deb12bpo]=6.12.95+deb12-amd64
+	[deb13]=6.12.117+deb13-amd64
+)
+# Which suite resolves the version ("host" = the machine's own bookworm sources).
+declare -A PPCOAL_KSUITE=(
+	[deb12]=host
+	[deb12bpo]=bookworm-backports
+	[deb13]=trixie
+)
+
+log() { printf '[ppcoal] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+check_id() {
+	case " $PPCOAL_KERNEL_IDS " in
+	*" $1 "*) ;;
+	*) die "unknown kernel id '$1' (known: $PPCOAL_KERNEL_IDS)" ;;
+	esac
+}
+
+# ---------------------------------------------------------------- apt helpers
+
+_host_apt_updated=0
+host_apt_update() {
+	[ "$_host_apt_updated" = 1 ] && return 0
+	log "apt-get update (host sources)"
+	apt-get update -qq >&2 || log "WARNING: host apt-get update failed"
+	_host_apt_updated=1
+}
+
+# Install host packages that are missing. Runs apt-get update at most once.
+host_apt_install() {
+	local missing=() p
+	for p in "$@"; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+			missing+=("$p")
+		fi
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing host packages: ${missing[*]}"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; then
+		host_apt_update
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+	fi
+}
+
+# Private apt configuration for one suite (trixie, bookworm-backports, ...).
+# Never touches the machine's own sources, lists or package cache.
+papt_dir() { printf '%s/apt/%s\n' "$PPCOAL_CACHE" "$1"; }
+
+papt_setup() {
+	local suite=$1 d
+	d=$(papt_dir "$suite")
+	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/etc"
+	printf 'deb %s %s main\n' "$PPCOAL_MIRROR" "$suite" >"$d/etc/sources.list.new"
+	if ! cmp -s "$d/etc/sources.list.new" "$d/etc/sources.list" 2>/dev/null; then
+		mv "$d/etc/sources.list.new" "$d/etc/sources.list"
+		rm -f "$d/lists/"*_Packages* "$d/lists/"*Release*
+	else
+		rm -f "$d/etc/sources.list.new"
+	fi
+}
+
+papt_opts() {
+	local d
+	d=$(papt_dir "$1")
+	printf '%s\n' \
+		-o "Dir::Etc::sourcelist=$d/etc/sources.list" \
+		-o "Dir::Etc::sourceparts=/nonexistent" \
+		-o "Dir::State::Lists=$d/lists" \
+		-o "Dir::Cache=$d/cache" \
+		-o "Dir::State::status=/dev/null" \
+		-o "Debug::NoLocking=1" \
+		-o "APT::Sandbox::User=root"
+}
+
+# papt SUITE apt-get|apt-cache ARGS...
+papt() {
+	local suite=$1 tool=$2
+	shift 2
+	local -a o
+	mapfile -t o < <(papt_opts "$suite")
+	"$tool" "${o[@]}" "$@"
+}
+
+# Make sure the private lists of SUITE exist and are not too old.
+papt_ensure_lists() {
+	local suite=$1 d age max=${PPCOAL_APT_MAX_AGE:-7}
+	papt_setup "$suite"
+	d=$(papt_dir "$suite")
+	if ls "$d/lists/"*_Packages* >/dev/null 2>&1; then
+		age=$(find "$d/lists" -maxdepth 1 -name '*_Packages*' -mtime "+$max" | wc -l)
+		[ "$age" -eq 0 ] && return 0
+		log "private apt lists for $suite older than $max days: refreshing"
+		papt "$suite" apt-get update -qq >&2 || log "WARNING: apt-get update for $suite failed, using old lists"
+		return 0
+	fi
+	log "apt-get update (private, $suite)"
+	papt "$suite" apt-get update -qq >&2
+}
+
+# Print the single "linux-(image|headers)-*" dependency of a meta package.
+_dep_of() {
+	# stdin: apt-cache depends output; $1: regex prefix
+	sed -n "s/^ *|\?Depends: \($1[^ <>]*\).*/\1/p" | head -n1
+}
+
+# ------------------------------------------------------------ version lookup
+
+declare -A _kver_cache=()
+
+# kernel_version ID -> kernel release, e.g. 6.1.0-57-amd64
+kernel_version() {
+	local id=$1 suite v="" var
+	check_id "$id"
+	if [ -n "${_kver_cache[$id]:-}" ]; then
+		printf '%s\n' "${_kver_cache[$id]}"
+		return 0
+	fi
+	var="PPCOAL_KVER_$id"
+	if [ -n "${!var:-}" ]; then
+		v=${!var}
+	else
+		suite=${PPCOAL_KSUITE[$id]}
+		if [ "$suite" = host ]; then
+			if ! apt-cache show linux-headers-amd64 >/dev/null 2>&1; then host_apt_update; fi
+			v=$(apt-cache -o Dir::State::status=/dev/null depends linux-headers-amd64 2>/dev/null |
+				_dep_of 'linux-headers-' | sed 's/^linux-headers-//') || true
+		else
+			papt_ensure_lists "$suite" || true
+			v=$(papt "$suite" apt-cache depends linux-headers-amd64 2>/dev/null |
+				_dep_of 'linux-headers-' | sed 's/^linux-headers-//') || true
+		fi
+		if [ -z "$v" ]; then
+			v=${PPCOAL_KVER_FALLBACK[$id]}
+			log "WARNING: could not resolve kernel version of $id, falling back to $v"
+		fi
+	fi
+	_kver_cache[$id]=$v
+	printf '%s\n' "$v"
+}
+
+# kernel_pin ID: resolve the version once and export it (PPCOAL_KVER_ID), so
+# later calls, subshells and child scripts skip the apt lookup.
+kernel_pin() {
+	local v
+	v=$(kernel_version "$1")
+	export "PPCOAL_KVER_$1=$v"
+}
+
+# kernel_abi VER -> 6.12.95+deb12 (release without the flavour)
+kernel_abi() { printf '%s\n' "${1%-amd64}"; }
+
+kernel_dir() { printf '%s/kernels/%s\n' "$PPCOAL_CACHE" "$(kernel_version "$1")"; }
+kernel_vmlinuz() { printf '%s/vmlinuz\n' "$(kernel_dir "$1")"; }
+# Root of the extracted image: ROOT/lib/modules/VER exists.
+kernel_modroot() { printf '%s/root\n' "$(kernel_dir "$1")"; }
+kernel_chroot() { printf '%s/chroot/trixie-%s\n' "$PPCOAL_CACHE" "$(kernel_version "$1")"; }
+
+# KDIR as seen by the build (inside the chroot for deb13).
+kernel_kdir() {
+	local id=$1 v
+	v=$(kernel_version "$id")
+	case "$id" in
+	deb12) printf '/usr/src/linux-headers-%s\n' "$v" ;;
+	deb12bpo) printf '%s/hdr/usr/src/linux-headers-%s\n' "$(kernel_dir "$id")" "$v" ;;
+	deb13) printf '/usr/src/linux-headers-%s\n' "$v" ;;
+	esac
+}
+
+# ------------------------------------------------------------- downloading
+
+# fetch_deb SUITE PKG -> path of the .deb in $PPCOAL_CACHE/debs
+fetch_deb() {
+	local suite=$1 pkg=$2 dir f
+	dir=$PPCOAL_CACHE/debs
+	mkdir -p "$dir"
+	f=$(find "$dir" -maxdepth 1 -name "${pkg}_*.deb" | sort | tail -n1)
+	if [ -z "$f" ]; then
+		log "downloading $pkg ($suite)"
+		if [ "$suite" = host ]; then
+			(cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "$pkg" >&2) ||
+				{ host_apt_update && (cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "$pkg" >&2); }
+		else
+			papt_ensure_lists "$suite"
+			(cd "$dir" && papt "$suite" apt-get download -qq "$pkg" >&2)
+		fi
+		f=$(find "$dir" -maxdepth 1 -name "${pkg}_*.deb" | sort | tail -n1)
+	fi
+	[ -n "$f" ] || die "could not download $pkg"
+	printf '%s\n' "$f"
+}
+
+# ------------------------------------------------------------- preparation
+
+# Extract vmlinuz and the module tree of the image; run depmod for it.
+prepare_image() {
+	local id=$1 v kd deb suite
+	v=$(kernel_version "$id")
+	kd=$(kernel_dir "$id")
+	[ -f "$kd/.image-ready" ] && return 0
+	suite=${PPCOAL_KSUITE[$id]}
+	deb=$(fetch_deb "$suite" "linux-image-$v-unsigned")
+	log "extracting $(basename "$deb")"
+	rm -rf "$kd/root" "$kd/vmlinuz"
+	mkdir -p "$kd/root"
+	dpkg-deb -x "$deb" "$kd/root"
+	# trixie ships modules under usr/lib (merged /usr): make ROOT/lib/modules work.
+	if [ ! -d "$kd/root/lib/modules/$v" ] && [ -d "$kd/root/usr/lib/modules/$v" ]; then
+		rm -rf "$kd/root/lib"
+		ln -s usr/lib "$kd/root/lib"
+	fi
+	[ -d "$kd/root/lib/modules/$v" ] || die "no module tree in $deb"
+	cp "$kd/root/boot/vmlinuz-$v" "$kd/vmlinuz"
+	depmod -b "$kd/root" "$v"
+	touch "$kd/.image-ready"
+}
+
+# deb12: headers from the host's own apt (bookworm / bookworm-security).
+prepare_kdir_deb12() {
+	local v
+	v=$(kernel_version deb12)
+	host_apt_install "linux-headers-$v"
+}
+
+# deb12bpo: the headers package depends on the kernel image, so it is not
+# dpkg-installed on the host: the three debs are extracted into the cache and
+# the one absolute path (the amd64 Makefile's include of -common) is fixed.
+prepare_kdir_deb12bpo() {
+	local v abi kd hdr p deb
+	v=$(kernel_version deb12bpo)
+	abi=$(kernel_abi "$v")
+	kd=$(kernel_dir deb12bpo)
+	hdr=$kd/hdr
+	[ -f "$kd/.hdr-ready" ] && return 0
+	host_apt_install gcc-12 make libelf-dev pahole xz-utils
+	rm -rf "$hdr"
+	mkdir -p "$hdr"
+	for p in "linux-headers-$v" "linux-headers-$abi-common" "linux-kbuild-$abi"; do
+		deb=$(fetch_deb bookworm-backports "$p")
+		dpkg-deb -x "$deb" "$hdr"
+	done
+	sed -i "s|include /usr/src/|include $hdr/usr/src/|" "$hdr/usr/src/linux-headers-$v/Makefile"
+	touch "$kd/.hdr-ready"
+}
+
+# deb13: a minimal trixie chroot with gcc-14; the header debs are extracted
+# into it (installing them with dpkg would pull in the kernel image).
+prepare_kdir_deb13() {
+	local v abi ch tmp p deb inc deps
+	v=$(kernel_version deb13)
+	abi=$(kernel_abi "$v")
+	ch=$(kernel_chroot deb13)
+	[ -f "$ch/.ppcoal-ready" ] && return 0
+	host_apt_install debootstrap
+	papt_ensure_lists trixie
+	# Runtime dependencies of linux-kbuild (libssl3t64, libelf1t64, ...).
+	deps=$(papt trixie apt-cache depends "linux-kbuild-$abi" 2>/dev/null |
+		sed -n 's/^ *Depends: \([^ <>]*\).*/\1/p' | grep -v '^linux-' | sort -u | paste -sd, -) || true
+	inc="gcc-14,make,libc6-dev,libelf-dev,kmod,xz-utils,pahole,bc${deps:+,$deps}"
+	tmp=$ch.tmp
+	rm -rf "$tmp"
+	mkdir -p "$(dirname "$ch")"
+	log "debootstrap trixie into $tmp (include: $inc)"
+	debootstrap --variant=minbase --include="$inc" trixie "$tmp" "$PPCOAL_MIRROR" >"$tmp.log" 2>&1 ||
+		{ tail -n 30 "$tmp.log" >&2; die "debootstrap failed (log: $tmp.log)"; }
+	for p in "linux-headers-$v" "linux-headers-$abi-common" "linux-kbuild-$abi"; do
+		deb=$(fetch_deb trixie "$p")
+		dpkg-deb -x "$deb" "$tmp"
+	done
+	rm -rf "$tmp/var/cache/apt/archives/"*.deb
+	rm -rf "$ch"
+	mv "$tmp" "$ch"
+	rm -f "$tmp.log"
+	touch "$ch/.ppcoal-ready"
+}
+
+kernel_prepare() {
+	local id=$1
+	check_id "$id"
+	log "preparing $id ($(kernel_version "$id"))"
+	prepare_image "$id"
+	"prepare_kdir_$id"
+}
+
+# ---------------------------------------------------------------- building
+
+# copy_src SRC DST: copy the source tree (tracked + untracked-not-ignored files
+# when SRC is a git work tree; everything but tests/out otherwise).
+copy_src() {
+	local src=$1 dst=$2
+	rm -rf "$dst"
+	mkdir -p "$dst"
+	if git -c safe.directory='*' -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
+		[ "$(git -c safe.directory='*' -C "$src" rev-parse --show-toplevel)" = "$(cd "$src" && pwd -P)" ]; then
+		# shellcheck disable=SC2016 # $f is expanded by the inner sh
+		git -c safe.directory='*' -C "$src" ls-files -z -co --exclude-standard |
+			(cd "$src" && xargs -0 -r sh -c 'for f; do if [ -e "$f" ]; then printf "%s\0" "$f"; fi; done' sh) |
+			tar -C "$src" --null -T - -cf - | tar -C "$dst" -xf -
+	else
+		tar -C "$src" --exclude=./tests/out --exclude=./.git -cf - . | tar -C "$dst" -xf -
+	fi
+}
+
+# build_modules ID OUTDIR: build the source tree against ID's headers and copy
+# every resulting *.ko into OUTDIR. Build output goes to stdout/stderr.
+build_modules() {
+	local id=$1 out=$2 src v kdir bdir ch rc=0 n
+	src=${PPCOAL_SRC:-$PPCOAL_REPO}
+	v=$(kernel_version "$id")
+	kdir=$(kernel_kdir "$id")
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+	rm -f "$out"/*.ko
+	if [ "$id" = deb13 ]; then
+		ch=$(kernel_chroot "$id")
+		bdir=$ch/src/ppcoal
+		copy_src "$src" "$bdir"
+		log "building $src for $id ($v) in chroot $ch"
+		chroot "$ch" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+			make -C /src/ppcoal KDIR="$kdir" -j"$(nproc)" || rc=$?
+	else
+		bdir=${PPCOAL_BUILD_DIR:-$PPCOAL_CACHE/build}/$id
+		copy_src "$src" "$bdir"
+		log "building $src for $id ($v) with KDIR=$kdir"
+		make -C "$bdir" KDIR="$kdir" -j"$(nproc)" || rc=$?
+	fi
+	find "$bdir" -name '*.ko' -type f -exec cp -t "$out" {} +
+	n=$(find "$out" -maxdepth 1 -name '*.ko' | wc -l)
+	log "$id: make exit $rc, $n module(s) in $out"
+	[ "$rc" -eq 0 ] || return "$rc"
+	[ "$n" -gt 0 ] || { log "$id: build produced no .ko"; return 1; }
+}
+
+_dkms_field() { sed -n "s/^[[:space:]]*$1=[\"']\{0,1\}\([^\"']*\)[\"']\{0,1\}[[:space:]]*$/\1/p" "$2" | head -n1; }
+
+# dkms_build ID OUTDIR: add/build/install the repo through dkms for ID (host-built
+# kernels only) and copy the .ko files dkms produced into OUTDIR.
+dkms_build() {
+	local id=$1 out=$2 src v name ver dst kdir tree f rc=0
+	src=${PPCOAL_SRC:-$PPCOAL_REPO}
+	[ -f "$src/dkms.conf" ] || { log "no dkms.conf in $src"; return 1; }
+	[ "$id" != deb13 ] || { log "dkms_build: $id is built in a chroot, not supported"; return 1; }
+	host_apt_install dkms
+	v=$(kernel_version "$id")
+	kdir=$(kernel_kdir "$id")
+	name=$(_dkms_field PACKAGE_NAME "$src/dkms.conf")
+	ver=$(_dkms_field PACKAGE_VERSION "$src/dkms.conf")
+	if [ -z "$name" ] || [ -z "$ver" ]; then
+		log "dkms.conf lacks PACKAGE_NAME/PACKAGE_VERSION"
+		return 1
+	fi
+	dst=/usr/src/$name-$ver
+	dkms remove -m "$name" -v "$ver" --all >/dev/null 2>&1 || true
+	copy_src "$src" "$dst"
+	mkdir -p "$out"
+	rm -f "$out"/*.ko
+	dkms add -m "$name" -v "$ver" || rc=$?
+	[ "$rc" -eq 0 ] && { dkms build -m "$name" -v "$ver" -k "$v" --kernelsourcedir "$kdir" || rc=$?; }
+	[ "$rc" -eq 0 ] && { dkms install -m "$name" -v "$ver" -k "$v" --kernelsourcedir "$kdir" --force || rc=$?; }
+	if [ "$rc" -ne 0 ]; then
+		f=/var/lib/dkms/$name/$ver/build/make.log
+		if [ -f "$f" ]; then cat "$f"; fi
+		return "$rc"
+	fi
+	tree=/var/lib/dkms/$name/$ver/$v/$(uname -m)/module
+	for f in "$tree"/*.ko "$tree"/*.ko.xz "$tree"/*.ko.zst "$tree"/*.ko.gz; do
+		[ -f "$f" ] || continue
+		case "$f" in
+		*.xz) xz -dc "$f" >"$out/$(basename "${f%.xz}")" ;;
+		*.zst) zstd -qdc "$f" >"$out/$(basename "${f%.zst}")" ;;
+		*.gz) gzip -dc "$f" >"$out/$(basename "${f%.gz}")" ;;
+		*) cp "$f" "$out/" ;;
+		esac
+	done
+	ls "$out"/*.ko >/dev/null 2>&1 || { log "dkms produced no module in $tree"; return 1; }
+}
+
+# --------------------------------------------------------------------- CLI
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	set -euo pipefail
+	cmd=${1:-}
+	if [ $# -ge 2 ]; then check_id "$2"; kernel_pin "$2"; fi
+	case "$cmd" in
+	prepare) [ $# -eq 2 ] || die "usage: $0 prepare ID"; kernel_prepare "$2" ;;
+	version) kernel_version "$2" ;;
+	kdir) kernel_kdir "$2" ;;
+	vmlinuz) kernel_vmlinuz "$2" ;;
+	modroot) kernel_modroot "$2" ;;
+	build) [ $# -eq 3 ] || die "usage: $0 build ID OUTDIR"; kernel_prepare "$2"; build_modules "$2" "$3" ;;
+	dkms) [ $# -eq 3 ] || die "usage: $0 dkms ID OUTDIR"; kernel_prepare "$2"; dkms_build "$2" "$3" ;;
+	*) die "usage: $0 prepare|version|kdir|vmlinuz|modroot|build|dkms ID [OUTDIR]" ;;
+	esac
+fi

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Turn one guest console log into test result lines.
+#
+#   tests/vm/parse-log.sh PREFIX LOG [QEMU_EXIT_STATUS]
+#
+# Prints, one per test:
+#   PASS PREFIX:name
+#   FAIL PREFIX:name: reason (log: LOG)
+# Tests: every "PPCOAL-RESULT PASS|FAIL name [reason]" line of the guest,
+# PREFIX:boot (PPCOAL-DONE seen) and PREFIX:dmesg-clean (no kernel splat).
+set -euo pipefail
+
+[ $# -ge 2 ] || { echo "usage: $0 PREFIX LOG [QEMU_EXIT_STATUS]" >&2; exit 2; }
+prefix=$1 logf=$2 qrc=${3:-0}
+# Kernel messages that fail the dmesg-clean test (extended regex, case-sensitive).
+splat=${PPCOAL_SPLAT_RE:-'WARNING:|BUG:|Oops|Kernel panic|stalled pool|general protection'}
+
+if [ ! -f "$logf" ]; then
+	echo "FAIL $prefix:boot: no console log (log: $logf)"
+	exit 0
+fi
+
+clean() { tr -d '\r' <"$logf" | tr -c '[:print:]\t\n' '?'; }
+
+# Guest results (a kernel message may precede the marker on the same line).
+clean | sed -n 's/.*PPCOAL-RESULT \(PASS\|FAIL\) \([^ ]*\) *\(.*\)$/\1 \2 \3/p' |
+	while read -r verdict name reason; do
+		if [ "$verdict" = PASS ]; then
+			echo "PASS $prefix:$name"
+		else
+			echo "FAIL $prefix:$name: ${reason:-failed} (log: $logf)"
+		fi
+	done
+
+first_splat=$(clean | grep -v 'PPCOAL-RESULT' | grep -m1 -E "$splat" || true)
+
+if clean | grep -q 'PPCOAL-DONE'; then
+	echo "PASS $prefix:boot"
+else
+	if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+		why="timeout (qemu killed after ${PPCOAL_BOOT_TIMEOUT:-600} s)"
+	elif p=$(clean | grep -m1 'Kernel panic' || true) && [ -n "$p" ]; then
+		why="panic: ${p#*] }"
+	elif [ -n "$first_splat" ]; then
+		why="${first_splat#*] }"
+	else
+		why="no PPCOAL-DONE (qemu exit status $qrc)"
+	fi
+	echo "FAIL $prefix:boot: $why (log: $logf)"
+fi
+
+if [ -n "$first_splat" ]; then
+	n=$(clean | grep -v 'PPCOAL-RESULT' | grep -c -E "$splat" || true)
+	echo "FAIL $prefix:dmesg-clean: $n hit(s), first: ${first_splat#*] } (log: $logf)"
+else
+	echo "PASS $prefix:dmesg-clean"
+fi
