@@ -1,0 +1,130 @@
+# Guest test helpers (busybox sh). Sourced by run-guest.sh.
+# Results go to the console as PPCOAL-RESULT lines (see tests/vm/parse-log.sh).
+
+S=/sys/kernel/debug/ppcoal/stats
+P=/sys/module/ppcoal/parameters
+IP=${IP:-/usr/lib/iproute2/ip}
+PEER=198.18.0.2
+SELF=198.18.0.1
+
+# Current test; failures are collected and reported once per test.
+T=""
+TFAIL=""
+begin() { T=$1; TFAIL=""; echo "=== test $T"; }
+bad() { TFAIL="$TFAIL${TFAIL:+; }$*"; echo "  FAIL: $*"; }
+end() {
+	if [ -z "$TFAIL" ]; then
+		echo "PPCOAL-RESULT PASS $T"
+	else
+		echo "PPCOAL-RESULT FAIL $T $TFAIL"
+	fi
+}
+
+# expect DESCRIPTION COMMAND...: the command must succeed
+expect() { d=$1; shift; "$@" || bad "$d"; }
+# eq A B DESCRIPTION / gt A B DESCRIPTION
+eq() { [ "$1" = "$2" ] || bad "$3 ($1 != $2)"; }
+gt() { [ "$1" -gt "$2" ] 2>/dev/null || bad "$3 ($1 <= $2)"; }
+
+# val NAME [FILE]: value of a stats line (MISSING if absent)
+val() { awk -v k="$1" '$1 == k { sub(/^[^ ]+ /, ""); print; f = 1 } END { if (!f) print "MISSING" }' "${2:-$S}"; }
+snap() { cat "$S" >"$1"; }
+# delta NAME A B: counter change between two snapshots
+delta() { echo $(($(val "$1" "$3") - $(val "$1" "$2"))); }
+# sumd A B NAME...: sum of deltas
+sumd() {
+	a=$1 b=$2
+	shift 2
+	s=0
+	for n in "$@"; do s=$((s + $(delta "$n" "$a" "$b"))); done
+	echo "$s"
+}
+
+# ns NAME: a TcpExt counter of /proc/net/netstat
+ns() {
+	awk -v k="$1" '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) n[i] = $i; h = 1 }
+		else { for (i = 2; i <= NF; i++) if (n[i] == k) print $i } }' /proc/net/netstat
+}
+
+# dmesg_has TEXT: the kernel log contains TEXT
+dmesg_has() { dmesg | grep -qF -- "$1"; }
+
+# Stock modules: reload virtio_net with its dependencies (ordered lists).
+virtio_unload() { rmmod virtio_net; }
+virtio_load() {
+	while read -r m; do
+		n=$(basename "$m" .ko)
+		grep -q "^$n " /proc/modules || insmod "$m" || return 1
+	done </etc/modlist.d/virtio_net
+}
+
+ppcoal_load() { insmod /ko/ppcoal.ko "$@"; }
+ppcoal_unload() { ! grep -q '^ppcoal ' /proc/modules || rmmod ppcoal; }
+
+# net_up: eth with MAC :01 stays here (198.18.0.1), :02 goes to netns peer
+# (198.18.0.2), joined by QEMU's hub; an iperf3 server runs in peer.
+nic_of() { grep -l "$1" /sys/class/net/*/address 2>/dev/null | cut -d/ -f5; }
+net_up() {
+	e0=""
+	e1=""
+	i=0
+	while [ $i -lt 50 ]; do
+		e0=$(nic_of 52:54:00:00:00:01)
+		e1=$(nic_of 52:54:00:00:00:02)
+		[ -n "$e0" ] && [ -n "$e1" ] && break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -n "$e0" ] && [ -n "$e1" ] || { echo "net_up: NICs missing"; return 1; }
+	[ -e /run/netns/peer ] || "$IP" netns add peer || return 1
+	"$IP" link set "$e1" netns peer || return 1
+	"$IP" netns exec peer "$IP" link set lo up
+	"$IP" netns exec peer "$IP" addr add $PEER/24 dev "$e1" || return 1
+	"$IP" netns exec peer "$IP" link set "$e1" up || return 1
+	"$IP" addr add $SELF/24 dev "$e0" || return 1
+	"$IP" link set "$e0" up || return 1
+	killall iperf3 2>/dev/null
+	sleep 0.2
+	"$IP" netns exec peer iperf3 -s -D -B $PEER >/dev/null 2>&1 || return 1
+	i=0
+	while ! ping -c 1 -W 1 $PEER >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 20 ] || { echo "net_up: no ping"; return 1; }
+	done
+	sleep 0.3
+}
+
+# iperf SECONDS [iperf3 client options]: runs a client; prints
+# "sent received" bytes; fails when iperf3 does.
+iperf() {
+	t=$1
+	shift
+	iperf3 -c $PEER -t "$t" -J "$@" >/tmp/iperf.json 2>&1 || {
+		echo "iperf3 failed: $(grep -m1 '"error"' /tmp/iperf.json)" >&2
+		return 1
+	}
+	awk '/"sum_sent"/ { s = 1 } /"sum_received"/ { r = 1 }
+		/"bytes":/ { gsub(/[^0-9]/, "", $2)
+			if (s == 1) { sent = $2; s = 2 }
+			if (r == 1) { rcvd = $2; r = 2 } }
+		END { print sent + 0, rcvd + 0 }' /tmp/iperf.json
+}
+
+# Background traffic that restarts clients until /tmp/stop-traffic exists;
+# failed clients are appended to /tmp/traffic.err.
+traffic_start() {
+	rm -f /tmp/stop-traffic /tmp/traffic.err
+	(
+		while [ ! -e /tmp/stop-traffic ]; do
+			iperf3 -c $PEER -t 2 "$@" >/dev/null 2>&1 || echo "client failed" >>/tmp/traffic.err
+		done
+	) &
+	TRAFFIC_PID=$!
+}
+traffic_stop() {
+	touch /tmp/stop-traffic
+	wait "$TRAFFIC_PID" 2>/dev/null
+}
+
+# The names the counter table declares (generated on the host).
+counter_names() { cat /tests/counters.txt; }
