@@ -324,35 +324,40 @@ const char *ppc_path_state(enum ppc_path path, char *buf, size_t len)
 	return buf;
 }
 
-static bool ppc_path_uses_module(enum ppc_path path, const char *name)
+/* Our own copy of the name: the module's struct is freed after GOING. */
+static const char *ppc_path_module(enum ppc_path path, const char *name)
 {
 	struct ppc_hook *h;
 
 	for_each_path_hook(h, path)
 		if (h->module && !strcmp(h->module, name))
-			return true;
-	return false;
+			return h->module;
+	return NULL;
 }
 
 static int ppc_module_notify(struct notifier_block *nb, unsigned long action,
 			     void *data)
 {
 	struct module *mod = data;
+	const char *name;
 	int p;
 
 	if (action != MODULE_STATE_COMING && action != MODULE_STATE_GOING)
 		return NOTIFY_DONE;
 	mutex_lock(&ppc_lock);
 	for (p = 0; p < PPC_NR_PATHS; p++) {
-		if (!ppc_path_uses_module(p, mod->name))
+		name = ppc_path_module(p, mod->name);
+		if (!name)
 			continue;
 		if (action == MODULE_STATE_GOING) {
-			/* Its init has unregistered its devices: no traffic. */
+			/* Its exit has unregistered its devices: no traffic. */
 			ppc_path_detach(p);
 			ppc_status[p].waiting = true;
-			ppc_status[p].waiting_for = mod->name;
-		} else if (READ_ONCE(ppc_mode[p]) != PPC_MODE_OFF) {
-			ppc_path_attach(p, true);
+			ppc_status[p].waiting_for = name;
+		} else {
+			ppc_status[p].waiting = false;
+			if (READ_ONCE(ppc_mode[p]) != PPC_MODE_OFF)
+				ppc_path_attach(p, true);
 		}
 	}
 	mutex_unlock(&ppc_lock);

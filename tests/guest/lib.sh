@@ -40,10 +40,13 @@ sumd() {
 	echo "$s"
 }
 
-# ns NAME: a TcpExt counter of /proc/net/netstat
+# ns NAME: a TcpExt counter of /proc/net/netstat, summed over this netns and
+# peer (MIBs are per network namespace; the receivers run in peer)
 ns() {
-	awk -v k="$1" '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) n[i] = $i; h = 1 }
-		else { for (i = 2; i <= NF; i++) if (n[i] == k) print $i } }' /proc/net/netstat
+	for n in "" peer; do
+		if [ -n "$n" ]; then "$IP" netns exec $n cat /proc/net/netstat; else cat /proc/net/netstat; fi
+	done | awk -v k="$1" '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) n[i] = $i; h = 1; next }
+		for (i = 2; i <= NF; i++) if (n[i] == k) s += $i; h = 0 } END { print s + 0 }'
 }
 
 # dmesg_has TEXT: the kernel log contains TEXT
@@ -99,7 +102,7 @@ net_up() {
 iperf() {
 	t=$1
 	shift
-	iperf3 -c $PEER -t "$t" -J "$@" >/tmp/iperf.json 2>&1 || {
+	timeout $((t + 30)) iperf3 -c $PEER -t "$t" --connect-timeout 3000 -J "$@" >/tmp/iperf.json 2>&1 || {
 		echo "iperf3 failed: $(grep -m1 '"error"' /tmp/iperf.json)" >&2
 		return 1
 	}
@@ -110,20 +113,46 @@ iperf() {
 		END { print sent + 0, rcvd + 0 }' /tmp/iperf.json
 }
 
+# xfer MB: send MB of random data to peer over TCP (busybox nc) and compare
+# checksums; proves the data arrives intact, which iperf3 does not check.
+xfer() {
+	want=$(($1 * 1048576))
+	dd if=/dev/urandom of=/tmp/tx bs=1M count="$1" 2>/dev/null
+	rm -f /tmp/rx
+	(sleep 60 | "$IP" netns exec peer timeout 60 nc -l -p 5999 >/tmp/rx) &
+	sleep 0.5
+	timeout 60 nc $PEER 5999 </tmp/tx || echo "xfer: nc client failed" >&2
+	i=0
+	while [ "$(wc -c </tmp/rx)" -lt $want ] && [ $i -lt 200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	pkill -f "nc -l -p 5999"
+	pkill -f "sleep 60"
+	[ "$(md5sum </tmp/tx)" = "$(md5sum </tmp/rx)" ] || {
+		echo "xfer: $(wc -c </tmp/rx) of $want bytes, checksum differs" >&2
+		return 1
+	}
+}
+
 # Background traffic that restarts clients until /tmp/stop-traffic exists;
-# failed clients are appended to /tmp/traffic.err.
+# failed clients are appended to /tmp/traffic.err. Each client is bounded
+# in time, so stopping never hangs even when the network went away.
 traffic_start() {
 	rm -f /tmp/stop-traffic /tmp/traffic.err
 	(
 		while [ ! -e /tmp/stop-traffic ]; do
-			iperf3 -c $PEER -t 2 "$@" >/dev/null 2>&1 || echo "client failed" >>/tmp/traffic.err
+			timeout 15 iperf3 -c $PEER -t 2 --connect-timeout 2000 "$@" >/dev/null 2>&1 ||
+				echo "client failed" >>/tmp/traffic.err
 		done
 	) &
 	TRAFFIC_PID=$!
 }
 traffic_stop() {
+	[ -n "${TRAFFIC_PID:-}" ] || return 0
 	touch /tmp/stop-traffic
 	wait "$TRAFFIC_PID" 2>/dev/null
+	TRAFFIC_PID=""
 }
 
 # The names the counter table declares (generated on the host).

@@ -106,8 +106,7 @@ if want observe-tcp; then
 		snap /tmp/b
 		set -- $r
 		echo "  tcp len=$l: sent $1 received $2, coalesce calls $(delta coalesce.calls /tmp/a /tmp/b)"
-		gt "${1:-0}" 0 "bytes sent"
-		eq "${1:-x}" "${2:-y}" "TCP bytes received = sent"
+		gt "${2:-0}" 0 "iperf3 bytes received"
 		gt "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "coalesce.calls moved"
 		succ=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
 		gt "$succ" 0 "coalesce successes moved"
@@ -117,6 +116,7 @@ if want observe-tcp; then
 		eq "$(delta virtio.napi_build_skb /tmp/a /tmp/b)" 0 "observe never substitutes"
 		check_sums /tmp/a /tmp/b
 	done
+	xfer 16 || bad "data not intact"
 	end
 	cleanup
 fi
@@ -139,9 +139,8 @@ if want virtio-on; then
 	snap /tmp/a
 	r=$(iperf 2) || bad "iperf3 TCP failed"
 	iperf 1 -u -b 10M -l 1200 >/dev/null || bad "iperf3 UDP failed"
+	xfer 16 || bad "data not intact"
 	snap /tmp/b
-	set -- $r
-	eq "${1:-x}" "${2:-y}" "TCP bytes received = sent"
 	rx=$(delta virtio.rx_build_skb /tmp/a /tmp/b)
 	gt "$rx" 0 "receive-path build_skb calls"
 	eq "$(sumd /tmp/a /tmp/b virtio.napi_build_skb virtio.declined_not_softirq)" "$rx" \

@@ -105,6 +105,10 @@ fi
 if [ -d "$PPCOAL_REPO/tests/guest" ]; then
 	cp -a "$PPCOAL_REPO/tests/guest/." "$stage/tests/"
 fi
+# The counter names the module's table declares, for the guest's checks.
+if [ -x "$PPCOAL_REPO/scripts/ppcoal-doc" ]; then
+	"$PPCOAL_REPO/scripts/ppcoal-doc" names >"$stage/tests/counters.txt"
+fi
 
 cat >"$stage/etc/ppcoal-env" <<EOF
 export PPCOAL_KERNEL=$id
