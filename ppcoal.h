@@ -12,65 +12,36 @@
 #include <linux/mm_types.h>
 
 #include "ppcoal_compat.h"
-#include "ppcoal_counters.h"
-
-/* X(id, name): the words the mode parameters accept. */
-#define PPC_MODES(X) \
-	X(OFF, off) \
-	X(OBSERVE, observe) \
-	X(ON, on)
 
 enum ppc_mode {
-#define X(id, name) PPC_MODE_##id,
-	PPC_MODES(X)
-#undef X
+#define PPC_MODE(id, word) \
+	PPC_MODE_##id,
+#include "ppcoal_tables.h"
+#undef PPC_MODE
 	PPC_NR_MODES
 };
 
-/*
- * X(id, name, optimised, description). optimised says whether "on" differs
- * from "observe" in this build; stats print it so nobody mistakes one for
- * the other.
- */
-#define PPC_PATHS(X) \
-	X(COALESCE, coalesce, false, "shadow skb_try_coalesce") \
-	X(RECYCLE, recycle, false, "shadow " PPC_RECYCLE_TARGET) \
-	X(VIRTIO, virtio, true, "virtio_net receive: build_skb -> napi_build_skb")
-
 enum ppc_path {
-#define X(id, name, opt, desc) PPC_PATH_##id,
-	PPC_PATHS(X)
-#undef X
+#define PPC_PATH(id, name, opt, desc) \
+	PPC_PATH_##id,
+#include "ppcoal_tables.h"
+#undef PPC_PATH
 	PPC_NR_PATHS
 };
 
 enum ppc_counter {
-#define X(id, path, name, help) PPC_C_##id,
-	PPC_COUNTERS(X)
-#undef X
+#define PPC_COUNTER(id, p, name, help) \
+	PPC_C_##id,
+#include "ppcoal_counters.h"
+#undef PPC_COUNTER
 	PPC_NR_COUNTERS
 };
 
-/*
- * Hook targets. X(id, path, module, symbol, replacement, callback, ipmodify):
- * module is NULL for vmlinux. replacement is the shadow the ftrace
- * callback redirects to (livepatch style); callback is a counting ftrace
- * callback used when there is no replacement. ipmodify: the hook may
- * change the instruction pointer (needs FTRACE_OPS_FL_IPMODIFY, and so
- * conflicts with livepatches on the same function).
- */
-#define PPC_HOOKS(X) \
-	X(COALESCE, COALESCE, NULL, "skb_try_coalesce", ppc_skb_try_coalesce, NULL, true) \
-	X(RECYCLE, RECYCLE, NULL, PPC_RECYCLE_TARGET, ppc_recycle_put, NULL, true) \
-	X(PAGE_TO_SKB, VIRTIO, "virtio_net", "page_to_skb", NULL, ppc_virtio_page_to_skb_cb, false) \
-	X(BUILD_SKB, VIRTIO, NULL, "build_skb", NULL, ppc_virtio_build_skb_cb, true) \
-	X(NAPI_ALLOC, VIRTIO, NULL, PPC_NAPI_ALLOC_TARGET, NULL, ppc_virtio_alloc_cb, false) \
-	X(RX_FRAG, VIRTIO, NULL, PPC_RX_FRAG_TARGET, NULL, ppc_virtio_rx_frag_cb, false)
-
 enum ppc_hook_id {
-#define X(id, path, mod, sym, repl, cb, ipmod) PPC_HOOK_##id,
-	PPC_HOOKS(X)
-#undef X
+#define PPC_HOOK(id, p, mod, sym, repl, cb, ipmod) \
+	PPC_HOOK_##id,
+#include "ppcoal_tables.h"
+#undef PPC_HOOK
 	PPC_NR_HOOKS
 };
 

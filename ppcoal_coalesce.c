@@ -84,8 +84,12 @@ static bool ppc_coalesce(struct sk_buff *to, struct sk_buff *from,
 #else
 	if (len <= skb_tailroom(to)) {
 #endif
-		if (len)
-			BUG_ON(skb_copy_bits(from, 0, skb_put(to, len), len));
+		/* Cannot fail: len is from->len. Undo rather than BUG. */
+		if (len && WARN_ON_ONCE(skb_copy_bits(from, 0, skb_put(to, len),
+						      len))) {
+			__skb_trim(to, to->len - len);
+			return false;
+		}
 		*delta_truesize = 0;
 		ppc_count(CO_COPIED);
 		return true;

@@ -2,42 +2,67 @@
 /*
  * ppcoal counter table: the one place where counters are declared.
  *
- * X(id, path, name, help): the debugfs line is "<path>.<name> <value>",
- * the README table is generated from this file by scripts/ppcoal-doc, and
- * the guest tests read the counter names from the same generator.
- * Keep one row per line: the generator parses this table.
+ * PPC_COUNTER(id, path, name, help): the debugfs line is
+ * "<path>.<name> <value>"; the README table and the guest tests' list of
+ * names are generated from this file by scripts/ppcoal-doc. No include
+ * guard on purpose: consumers define PPC_COUNTER, include, undefine.
  */
-#ifndef _PPCOAL_COUNTERS_H
-#define _PPCOAL_COUNTERS_H
 
-#define PPC_COUNTERS(X) \
-	X(CO_CALLS, coalesce, calls, "skb_try_coalesce calls run by the shadow") \
-	X(CO_PP_FROM, coalesce, pp_from, "calls whose from skb is a page-pool skb (pp_recycle)") \
-	X(CO_PP_CLONED_FROM, coalesce, pp_cloned_from, "calls whose from skb is a cloned page-pool skb") \
-	X(CO_R_TO_CLONED, coalesce, refused_to_cloned, "refused: to is cloned") \
-	X(CO_R_PP_MISMATCH, coalesce, refused_pp_mismatch, "refused: to and from differ in pp_recycle") \
-	X(CO_R_PP_CLONED, coalesce, refused_pp_cloned, "refused: from is a cloned page-pool skb (stock 6.1 rule)") \
-	X(CO_R_UNREADABLE, coalesce, refused_unreadable, "refused: frags readability differs (6.12 devmem)") \
-	X(CO_R_FRAG_LIST, coalesce, refused_frag_list, "refused: to or from has a frag_list") \
-	X(CO_R_ZCOPY, coalesce, refused_zcopy, "refused: to or from carries zerocopy frags") \
-	X(CO_R_TOO_MANY_FRAGS, coalesce, refused_too_many_frags, "refused: the frags would not fit in MAX_SKB_FRAGS") \
-	X(CO_R_HEAD_LOCKED, coalesce, refused_head_locked, "refused: from has linear data whose head cannot be stolen") \
-	X(CO_COPIED, coalesce, copied, "coalesced by copying from into the tailroom of to") \
-	X(CO_HEAD_STOLEN, coalesce, head_stolen, "coalesced by turning the head of from into a frag of to") \
-	X(CO_FRAGS_MOVED, coalesce, frags_moved, "coalesced by moving the frags of a frag-only from") \
-	X(CO_PP_FRAG_REFS, coalesce, pp_frag_refs, "page-pool fragment references taken for a cloned from (6.12)") \
-	X(RC_CALLS, recycle, calls, "skb page frees run by the shadow (page_pool_return_skb_page / napi_pp_put_page)") \
-	X(RC_NOT_PP, recycle, not_pp, "page is not a page-pool page: the caller frees it normally") \
-	X(RC_RING, recycle, ring, "page put back with allow_direct=false (6.1: always the ptr_ring)") \
-	X(RC_DIRECT, recycle, direct, "page put back with allow_direct=true by ppcoal (lockless cache)") \
-	X(RC_UPSTREAM_DIRECT, recycle, upstream_direct, "of ring: the kernel's own NAPI-local rule recycles it directly (6.12)") \
-	X(VI_PTSKB_CALLS, virtio, page_to_skb_calls, "virtio_net page_to_skb calls") \
-	X(VI_PTSKB_BUILD, virtio, page_to_skb_build, "page_to_skb built the skb in place around the buffer") \
-	X(VI_PTSKB_ALLOC, virtio, page_to_skb_copy, "page_to_skb allocated a small skb and copied the headers") \
-	X(VI_PTSKB_FRAGS, virtio, page_to_skb_frags, "of page_to_skb_copy: the payload stayed in page frags") \
-	X(VI_RX_BUILD_SKB, virtio, rx_build_skb, "build_skb calls from the virtio_net receive path") \
-	X(VI_SUBST, virtio, napi_build_skb, "of rx_build_skb: replaced by napi_build_skb (per-CPU NAPI skb cache)") \
-	X(VI_SUBST_NOT_SOFTIRQ, virtio, declined_not_softirq, "of rx_build_skb: not replaced, not in softirq context") \
-	X(VI_OTHER_BUILD_SKB, virtio, other_build_skb, "build_skb calls from elsewhere, passed through untouched")
-
-#endif /* _PPCOAL_COUNTERS_H */
+#ifdef PPC_COUNTER
+PPC_COUNTER(CO_CALLS, coalesce, calls,
+	    "skb_try_coalesce calls run by the shadow")
+PPC_COUNTER(CO_PP_FROM, coalesce, pp_from,
+	    "calls whose from skb is a page-pool skb (pp_recycle)")
+PPC_COUNTER(CO_PP_CLONED_FROM, coalesce, pp_cloned_from,
+	    "calls whose from skb is a cloned page-pool skb")
+PPC_COUNTER(CO_R_TO_CLONED, coalesce, refused_to_cloned,
+	    "refused: to is cloned")
+PPC_COUNTER(CO_R_PP_MISMATCH, coalesce, refused_pp_mismatch,
+	    "refused: to and from differ in pp_recycle")
+PPC_COUNTER(CO_R_PP_CLONED, coalesce, refused_pp_cloned,
+	    "refused: from is a cloned page-pool skb (stock 6.1 rule)")
+PPC_COUNTER(CO_R_UNREADABLE, coalesce, refused_unreadable,
+	    "refused: frags readability differs (6.12 devmem)")
+PPC_COUNTER(CO_R_FRAG_LIST, coalesce, refused_frag_list,
+	    "refused: to or from has a frag_list")
+PPC_COUNTER(CO_R_ZCOPY, coalesce, refused_zcopy,
+	    "refused: to or from carries zerocopy frags")
+PPC_COUNTER(CO_R_TOO_MANY_FRAGS, coalesce, refused_too_many_frags,
+	    "refused: the frags would not fit in MAX_SKB_FRAGS")
+PPC_COUNTER(CO_R_HEAD_LOCKED, coalesce, refused_head_locked,
+	    "refused: from has linear data whose head cannot be stolen")
+PPC_COUNTER(CO_COPIED, coalesce, copied,
+	    "coalesced by copying from into the tailroom of to")
+PPC_COUNTER(CO_HEAD_STOLEN, coalesce, head_stolen,
+	    "coalesced by turning the head of from into a frag of to")
+PPC_COUNTER(CO_FRAGS_MOVED, coalesce, frags_moved,
+	    "coalesced by moving the frags of a frag-only from")
+PPC_COUNTER(CO_PP_FRAG_REFS, coalesce, pp_frag_refs,
+	    "page-pool fragment references taken for a cloned from (6.12)")
+PPC_COUNTER(RC_CALLS, recycle, calls,
+	    "skb page frees run by the shadow (page_pool_return_skb_page / napi_pp_put_page)")
+PPC_COUNTER(RC_NOT_PP, recycle, not_pp,
+	    "page is not a page-pool page: the caller frees it normally")
+PPC_COUNTER(RC_RING, recycle, ring,
+	    "page put back with allow_direct=false (6.1: always the ptr_ring)")
+PPC_COUNTER(RC_DIRECT, recycle, direct,
+	    "page put back with allow_direct=true by ppcoal (lockless cache)")
+PPC_COUNTER(RC_UPSTREAM_DIRECT, recycle, upstream_direct,
+	    "of ring: the kernel's own NAPI-local rule recycles it directly (6.12)")
+PPC_COUNTER(VI_PTSKB_CALLS, virtio, page_to_skb_calls,
+	    "virtio_net page_to_skb calls")
+PPC_COUNTER(VI_PTSKB_BUILD, virtio, page_to_skb_build,
+	    "page_to_skb built the skb in place around the buffer")
+PPC_COUNTER(VI_PTSKB_ALLOC, virtio, page_to_skb_copy,
+	    "page_to_skb allocated a small skb and copied the headers")
+PPC_COUNTER(VI_PTSKB_FRAGS, virtio, page_to_skb_frags,
+	    "of page_to_skb_copy: the payload stayed in page frags")
+PPC_COUNTER(VI_RX_BUILD_SKB, virtio, rx_build_skb,
+	    "build_skb calls from the virtio_net receive path")
+PPC_COUNTER(VI_SUBST, virtio, napi_build_skb,
+	    "of rx_build_skb: replaced by napi_build_skb (per-CPU NAPI skb cache)")
+PPC_COUNTER(VI_SUBST_NOT_SOFTIRQ, virtio, declined_not_softirq,
+	    "of rx_build_skb: not replaced, not in softirq context")
+PPC_COUNTER(VI_OTHER_BUILD_SKB, virtio, other_build_skb,
+	    "build_skb calls from elsewhere, passed through untouched")
+#endif

@@ -35,12 +35,12 @@ struct ppc_hook {
 };
 
 static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
-#define X(id, p, mod, sym, repl, cb, ipmod) \
+#define PPC_HOOK(id, p, mod, sym, repl, cb, ipmod) \
 	[PPC_HOOK_##id] = { .module = mod, .symbol = sym, \
 			    .path = PPC_PATH_##p, .replacement = repl, \
 			    .callback = cb, .ipmodify = ipmod },
-	PPC_HOOKS(X)
-#undef X
+#include "ppcoal_tables.h"
+#undef PPC_HOOK
 };
 
 struct ppc_path_status {
@@ -51,9 +51,14 @@ struct ppc_path_status {
 
 static struct ppc_path_status ppc_status[PPC_NR_PATHS];
 
-#define for_each_path_hook(h, p) \
-	for (h = ppc_hooks; h < ppc_hooks + PPC_NR_HOOKS; h++) \
-		if (h->path == (p))
+/* The next hook of @path after @h (NULL: the first), or NULL. */
+static struct ppc_hook *ppc_next_hook(enum ppc_path path, struct ppc_hook *h)
+{
+	for (h = h ? h + 1 : ppc_hooks; h < ppc_hooks + PPC_NR_HOOKS; h++)
+		if (h->path == path)
+			return h;
+	return NULL;
+}
 
 static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
 				 struct ftrace_ops *op,
@@ -169,7 +174,7 @@ static void ppc_hook_detach(struct ppc_hook *h)
 		return;
 	/* Every entry counted by ppc_redirect() must leave the shadow. */
 	while ((left = ppc_inflight_of(h - ppc_hooks)) != 0) {
-		msleep(1);
+		usleep_range(1000, 2000);
 		if (++ms % 10000 == 0)
 			pr_warn("%s: still waiting for %lu in-flight calls\n",
 				h->symbol, left);
@@ -215,7 +220,7 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 	lockdep_assert_held(&ppc_lock);
 	st->reason[0] = '\0';
 	st->waiting = false;
-	for_each_path_hook(h, path) {
+	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h)) {
 		if (h->attached)
 			continue;
 		ret = ppc_resolve_symbol(h->module, h->symbol, &h->addr, NULL);
@@ -237,7 +242,7 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 			goto undo;
 		}
 	}
-	for_each_path_hook(h, path) {
+	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h)) {
 		if (h->attached)
 			continue;
 		ret = ppc_hook_attach(h);
@@ -249,7 +254,7 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 fail:
 	ppc_set_reason(path, h, ret);
 undo:
-	for_each_path_hook(h, path)
+	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h))
 		ppc_hook_detach(h);
 	if (st->waiting) {
 		pr_info("%s: waiting for %s to load\n", ppc_path_names[path],
@@ -275,7 +280,7 @@ void ppc_path_detach(enum ppc_path path)
 	bool was = false;
 
 	lockdep_assert_held(&ppc_lock);
-	for_each_path_hook(h, path) {
+	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h)) {
 		was |= h->attached;
 		ppc_hook_detach(h);
 	}
@@ -295,7 +300,7 @@ bool ppc_path_attached(enum ppc_path path)
 {
 	struct ppc_hook *h;
 
-	for_each_path_hook(h, path)
+	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h))
 		if (!h->attached)
 			return false;
 	return true;
@@ -329,7 +334,7 @@ static const char *ppc_path_module(enum ppc_path path, const char *name)
 {
 	struct ppc_hook *h;
 
-	for_each_path_hook(h, path)
+	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h))
 		if (h->module && !strcmp(h->module, name))
 			return h->module;
 	return NULL;

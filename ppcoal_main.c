@@ -18,30 +18,35 @@
 #include "ppcoal.h"
 
 DEFINE_PER_CPU(struct ppc_pcpu_stats, ppc_stats);
+/* Serialises mode changes, hook attach/detach and module notifications. */
 DEFINE_MUTEX(ppc_lock);
 
 static const char * const ppc_mode_names[PPC_NR_MODES] = {
-#define X(id, name) [PPC_MODE_##id] = #name,
-	PPC_MODES(X)
-#undef X
+#define PPC_MODE(id, word) \
+	[PPC_MODE_##id] = #word,
+#include "ppcoal_tables.h"
+#undef PPC_MODE
 };
 
 const char * const ppc_path_names[PPC_NR_PATHS] = {
-#define X(id, name, opt, desc) [PPC_PATH_##id] = #name,
-	PPC_PATHS(X)
-#undef X
+#define PPC_PATH(id, name, opt, desc) \
+	[PPC_PATH_##id] = #name,
+#include "ppcoal_tables.h"
+#undef PPC_PATH
 };
 
 static const bool ppc_path_optimised[PPC_NR_PATHS] = {
-#define X(id, name, opt, desc) [PPC_PATH_##id] = opt,
-	PPC_PATHS(X)
-#undef X
+#define PPC_PATH(id, name, opt, desc) \
+	[PPC_PATH_##id] = opt,
+#include "ppcoal_tables.h"
+#undef PPC_PATH
 };
 
 static const char * const ppc_counter_names[PPC_NR_COUNTERS] = {
-#define X(id, p, name, help) [PPC_C_##id] = #p "." #name,
-	PPC_COUNTERS(X)
-#undef X
+#define PPC_COUNTER(id, p, name, help) \
+	[PPC_C_##id] = #p "." #name,
+#include "ppcoal_counters.h"
+#undef PPC_COUNTER
 };
 
 /* Written only under ppc_lock; the datapath reads it with READ_ONCE. */
@@ -128,12 +133,12 @@ static const struct kernel_param_ops ppc_path_param_ops = {
 	.get = ppc_param_get_path,
 };
 
-#define X(id, name, opt, desc) \
-	module_param_cb(name, &ppc_path_param_ops, \
-			(void *)(unsigned long)PPC_PATH_##id, 0644); \
-	MODULE_PARM_DESC(name, desc ": off, observe or on (default on)");
-PPC_PATHS(X)
-#undef X
+module_param_cb(coalesce, &ppc_path_param_ops, (void *)PPC_PATH_COALESCE, 0644);
+MODULE_PARM_DESC(coalesce, "shadow skb_try_coalesce: off, observe or on (default on)");
+module_param_cb(recycle, &ppc_path_param_ops, (void *)PPC_PATH_RECYCLE, 0644);
+MODULE_PARM_DESC(recycle, "shadow page-pool free of skb pages: off, observe or on (default on)");
+module_param_cb(virtio, &ppc_path_param_ops, (void *)PPC_PATH_VIRTIO, 0644);
+MODULE_PARM_DESC(virtio, "virtio_net receive build_skb -> napi_build_skb: off, observe or on (default on)");
 
 /*
  * The master switch: sets every path. Paths that cannot be attached on
