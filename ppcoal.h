@@ -14,7 +14,7 @@
 #include "ppcoal_compat.h"
 
 enum ppc_mode {
-#define PPC_MODE(id, word) \
+#define PPC_MODE(id, ...) \
 	PPC_MODE_##id,
 #include "ppcoal_tables.h"
 #undef PPC_MODE
@@ -22,7 +22,7 @@ enum ppc_mode {
 };
 
 enum ppc_path {
-#define PPC_PATH(id, name, opt, desc) \
+#define PPC_PATH(id, ...) \
 	PPC_PATH_##id,
 #include "ppcoal_tables.h"
 #undef PPC_PATH
@@ -30,7 +30,7 @@ enum ppc_path {
 };
 
 enum ppc_counter {
-#define PPC_COUNTER(id, p, name, help) \
+#define PPC_COUNTER(id, ...) \
 	PPC_C_##id,
 #include "ppcoal_counters.h"
 #undef PPC_COUNTER
@@ -38,7 +38,7 @@ enum ppc_counter {
 };
 
 enum ppc_hook_id {
-#define PPC_HOOK(id, p, mod, sym, repl, cb, ipmod) \
+#define PPC_HOOK(id, ...) \
 	PPC_HOOK_##id,
 #include "ppcoal_tables.h"
 #undef PPC_HOOK
@@ -98,6 +98,6 @@ int ppc_engine_init(void);
 void ppc_engine_exit(void);
 
 extern struct mutex ppc_lock;
-extern const char * const ppc_path_names[PPC_NR_PATHS];
+const char *ppc_path_name(enum ppc_path path);
 
 #endif /* _PPCOAL_H */

@@ -249,7 +249,7 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 		if (ret)
 			goto fail;
 	}
-	pr_info("%s: attached\n", ppc_path_names[path]);
+	pr_info("%s: attached\n", ppc_path_name(path));
 	return 0;
 fail:
 	ppc_set_reason(path, h, ret);
@@ -257,12 +257,12 @@ undo:
 	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h))
 		ppc_hook_detach(h);
 	if (st->waiting) {
-		pr_info("%s: waiting for %s to load\n", ppc_path_names[path],
+		pr_info("%s: waiting for %s to load\n", ppc_path_name(path),
 			st->waiting_for);
 		return 0;
 	}
 	pr_warn("%s: unavailable: %s; this path stays off, the others keep working\n",
-		ppc_path_names[path], st->reason);
+		ppc_path_name(path), st->reason);
 	return ret;
 }
 
@@ -287,7 +287,7 @@ void ppc_path_detach(enum ppc_path path)
 	if (path == PPC_PATH_VIRTIO)
 		ppc_virtio_forget();
 	if (was)
-		pr_info("%s: detached\n", ppc_path_names[path]);
+		pr_info("%s: detached\n", ppc_path_name(path));
 }
 
 /**

@@ -28,22 +28,30 @@ static const char * const ppc_mode_names[PPC_NR_MODES] = {
 #undef PPC_MODE
 };
 
-const char * const ppc_path_names[PPC_NR_PATHS] = {
-#define PPC_PATH(id, name, opt, desc) \
-	[PPC_PATH_##id] = #name,
+static const struct {
+	const char *name;
+	bool optimised;		/* "on" differs from "observe" */
+	const char *desc;
+} ppc_path_info[PPC_NR_PATHS] = {
+#define PPC_PATH(id, n, opt, d) \
+	[PPC_PATH_##id] = { .name = #n, .optimised = opt, .desc = d },
 #include "ppcoal_tables.h"
 #undef PPC_PATH
 };
 
-static const bool ppc_path_optimised[PPC_NR_PATHS] = {
-#define PPC_PATH(id, name, opt, desc) \
-	[PPC_PATH_##id] = opt,
-#include "ppcoal_tables.h"
-#undef PPC_PATH
-};
+/**
+ * ppc_path_name() - the parameter name of a path
+ * @path: the path
+ *
+ * Return: "coalesce", "recycle" or "virtio".
+ */
+const char *ppc_path_name(enum ppc_path path)
+{
+	return ppc_path_info[path].name;
+}
 
 static const char * const ppc_counter_names[PPC_NR_COUNTERS] = {
-#define PPC_COUNTER(id, p, name, help) \
+#define PPC_COUNTER(id, p, name, ...) \
 	[PPC_C_##id] = #p "." #name,
 #include "ppcoal_counters.h"
 #undef PPC_COUNTER
@@ -94,7 +102,7 @@ static int ppc_set_path_mode(enum ppc_path path, enum ppc_mode mode)
 		ret = ppc_path_attach(path, false);
 		if (ret) {
 			pr_err("%s: cannot switch to %s: path unavailable on this kernel, left %s\n",
-			       ppc_path_names[path], ppc_mode_names[mode],
+			       ppc_path_name(path), ppc_mode_names[mode],
 			       ppc_mode_names[PPC_MODE_OFF]);
 			WRITE_ONCE(ppc_mode[path], PPC_MODE_OFF);
 			return -EINVAL;
@@ -112,7 +120,7 @@ static int ppc_param_set_path(const char *val, const struct kernel_param *kp)
 
 	if (ppc_parse_mode(val, &mode)) {
 		pr_err("%s: invalid mode \"%.32s\": use off, observe or on; mode unchanged\n",
-		       ppc_path_names[path], val);
+		       ppc_path_name(path), val);
 		return -EINVAL;
 	}
 	mutex_lock(&ppc_lock);
@@ -221,12 +229,12 @@ static int ppc_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "recycle_target %s\n", PPC_RECYCLE_TARGET);
 	mutex_lock(&ppc_lock);
 	for (p = 0; p < PPC_NR_PATHS; p++) {
-		seq_printf(m, "%s.mode %s\n", ppc_path_names[p],
+		seq_printf(m, "%s.mode %s\n", ppc_path_name(p),
 			   ppc_mode_names[READ_ONCE(ppc_mode[p])]);
-		seq_printf(m, "%s.state %s\n", ppc_path_names[p],
+		seq_printf(m, "%s.state %s\n", ppc_path_name(p),
 			   ppc_path_state(p, state, sizeof(state)));
-		seq_printf(m, "%s.on_means %s\n", ppc_path_names[p],
-			   ppc_path_optimised[p] ? "optimised" :
+		seq_printf(m, "%s.on_means %s\n", ppc_path_name(p),
+			   ppc_path_info[p].optimised ? "optimised" :
 			   "observe (optimisation not built yet)");
 	}
 	mutex_unlock(&ppc_lock);
