@@ -14,3 +14,9 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) PPCOAL_TESTS=1 clean
 
 .PHONY: all module clean
+
+# The VM demo: Debian 12's stock kernel in QEMU, ppcoal built by dkms.
+demo:
+	scripts/ppcoal-demo
+
+.PHONY: demo

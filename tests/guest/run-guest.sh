@@ -4,6 +4,8 @@
 # ones that need their own boot).
 . /tests/lib.sh
 
+grep -q "ppcoal.demo=1" /proc/cmdline && exec /tests/demo.sh
+
 sel=$(sed -n 's/.*ppcoal\.tests=\([^ ]*\).*/\1/p' /proc/cmdline)
 want() {
 	if [ -z "$sel" ]; then
