@@ -32,7 +32,9 @@ extra=(${PPCOAL_QEMU_EXTRA:-})
 
 mkdir -p "$(dirname "$logf")"
 rc=0
-timeout -k 10 "${PPCOAL_BOOT_TIMEOUT:-600}" \
+# --foreground keeps QEMU in our process group, so a Ctrl-C or a kill of the
+# whole test run also ends it; the trap covers a kill of this script alone.
+timeout --foreground -k 10 "${PPCOAL_BOOT_TIMEOUT:-600}" \
 	qemu-system-x86_64 \
 	-accel tcg,thread=single -cpu max \
 	-smp "${PPCOAL_QEMU_SMP:-2}" -m "${PPCOAL_QEMU_MEM:-1G}" \
@@ -43,5 +45,8 @@ timeout -k 10 "${PPCOAL_BOOT_TIMEOUT:-600}" \
 	-netdev hubport,id=n1,hubid=0 \
 	-device "virtio-net-pci,netdev=n1,romfile=,mac=52:54:00:00:00:02$nic" \
 	"${extra[@]}" \
-	</dev/null >"$logf" 2>&1 || rc=$?
+	</dev/null >"$logf" 2>&1 &
+qpid=$!
+trap 'kill -TERM "$qpid" 2>/dev/null; wait "$qpid"; exit 143' TERM INT HUP
+wait "$qpid" || rc=$?
 exit "$rc"

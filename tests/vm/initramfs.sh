@@ -64,6 +64,8 @@ copy_bin "$(command -v ip || echo /bin/ip)" /usr/lib/iproute2/ip
 printf '#!/bin/sh\nexec /usr/lib/iproute2/ip "$@"\n' >"$stage/sbin/ipr"
 chmod 755 "$stage/sbin/ipr"
 copy_bin "$(command -v iperf3)" /usr/bin/iperf3
+# The AF_PACKET tap (tests/tools/pptap.c), static so it needs no libraries.
+gcc -O2 -Wall -Wextra -static -o "$stage/usr/bin/pptap" "$PPCOAL_REPO/tests/tools/pptap.c"
 for b in ${PPCOAL_GUEST_BINS:-}; do
 	copy_bin "$(command -v "$b")" "/usr/bin/$(basename "$b")"
 done

@@ -46,7 +46,8 @@ else
 	else
 		why="no PPCOAL-DONE (qemu exit status $qrc)"
 	fi
-	echo "FAIL $prefix:boot: $why (log: $logf)"
+	last=$(clean | grep -v -e '^qemu-system' -e '^[[:space:]]*$' | tail -n1 || true)
+	echo "FAIL $prefix:boot: $why; last console line: ${last:0:160} (log: $logf)"
 fi
 
 if [ -n "$first_splat" ]; then

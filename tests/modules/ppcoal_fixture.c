@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ppcoal_fixture: a page-pool traffic source for the ppcoal test suite.
+ *
+ * Two virtual Ethernet devices, ppf0 and ppf1. A frame sent on one is
+ * received by the other the way a page-pool NIC driver receives it: the
+ * receiving device's NAPI poll copies the frame into buffers from its own
+ * page_pool (created with the device, destroyed with it), builds an skb
+ * marked for page-pool recycling and hands it to napi_gro_receive().
+ *
+ * Parameters (read when the pair is created; write 1 to "recreate" to
+ * apply new values):
+ *   frag_pool  6.1: PP_FLAG_PAGE_FRAG pool, two 2 KiB buffers per page (as
+ *              hns3); 0: one buffer per page, as every Debian 6.1 amd64
+ *              driver. 6.12 has one pool kind (pp_ref_count): 1 there
+ *              means two buffers per page through page_pool_alloc_frag().
+ *   linear     1: build the skb in place around the buffer (build_skb);
+ *              0: headers in a small linear part, payload in a page frag.
+ *   pp_napi    6.12: set page_pool_params.napi (upstream direct recycling).
+ *   gro        1: napi_gro_receive(), 0: netif_receive_skb().
+ *
+ * /sys/kernel/debug/ppcoal_fixture/pools shows, per device, the pool's
+ * pages held and released, cached, in its ring, and in flight (in skbs);
+ * .../teardown keeps the verdict of every pool teardown: "drained" or
+ * "LEAK". Test-only code: it reads page_pool internals to count.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/etherdevice.h>
+#include <linux/module.h>
+#include <linux/netdevice.h>
+#include <linux/ptr_ring.h>
+#include <linux/rtnetlink.h>
+#include <linux/seq_file.h>
+#include <linux/skbuff.h>
+
+#include "ppcoal_kcompat.h"
+#ifdef PPC_HAVE_PAGE_POOL_HELPERS_H
+#include <net/page_pool/helpers.h>
+#else
+#include <net/page_pool.h>
+#endif
+
+#define PPF_BUF 2048		/* buffer size in frag mode */
+#define PPF_RXQ_MAX 1024	/* frames waiting for the receiving poll */
+#define PPF_HEADROOM (NET_SKB_PAD + NET_IP_ALIGN)
+
+static bool frag_pool;
+module_param(frag_pool, bool, 0644);
+MODULE_PARM_DESC(frag_pool, "two buffers per page (6.1: PP_FLAG_PAGE_FRAG pool)");
+static bool linear;
+module_param(linear, bool, 0644);
+MODULE_PARM_DESC(linear, "build skbs in place (build_skb) instead of header + page frag");
+static bool pp_napi;
+module_param(pp_napi, bool, 0644);
+MODULE_PARM_DESC(pp_napi, "6.12: register the NAPI with the pool (page_pool_params.napi)");
+static bool gro = true;
+module_param(gro, bool, 0644);
+MODULE_PARM_DESC(gro, "deliver through napi_gro_receive (else netif_receive_skb)");
+
+struct ppf_priv {
+	struct net_device *peer;
+	struct napi_struct napi;
+	struct page_pool *pool;
+	struct sk_buff_head rxq;
+	bool frag;		/* this pool's kind, fixed at creation */
+	bool linear;
+	atomic_long_t rx_packets, rx_bytes, rx_dropped;
+	atomic_long_t tx_packets, tx_bytes, tx_dropped;
+};
+
+static struct net_device *ppf_dev[2];
+static struct dentry *ppf_debugfs;
+static DEFINE_MUTEX(ppf_lock);	/* pair creation and teardown */
+static char ppf_report[2048];	/* teardown verdicts, newest last */
+
+static netdev_tx_t ppf_xmit(struct sk_buff *skb, struct net_device *dev)
+{
+	struct ppf_priv *priv = netdev_priv(dev);
+	struct net_device *peer = READ_ONCE(priv->peer);
+	struct ppf_priv *pp;
+
+	if (!peer || !netif_running(peer))
+		goto drop;
+	pp = netdev_priv(peer);
+	if (skb_queue_len(&pp->rxq) >= PPF_RXQ_MAX)
+		goto drop;
+	skb_orphan(skb);
+	atomic_long_inc(&priv->tx_packets);
+	atomic_long_add(skb->len, &priv->tx_bytes);
+	skb_queue_tail(&pp->rxq, skb);
+	napi_schedule(&pp->napi);
+	return NETDEV_TX_OK;
+drop:
+	atomic_long_inc(&priv->tx_dropped);
+	dev_kfree_skb_any(skb);
+	return NETDEV_TX_OK;
+}
+
+/* One receive buffer from the pool: page and offset, size in *size. */
+static struct page *ppf_buf(struct ppf_priv *priv, unsigned int *off,
+			    unsigned int *size)
+{
+	if (priv->frag) {
+		*size = PPF_BUF;
+		return page_pool_dev_alloc_frag(priv->pool, off, PPF_BUF);
+	}
+	*off = 0;
+	*size = PAGE_SIZE;
+	return page_pool_dev_alloc_pages(priv->pool);
+}
+
+static struct sk_buff *ppf_build_linear(struct ppf_priv *priv,
+					struct sk_buff *src)
+{
+	unsigned int off, size, len = src->len;
+	struct sk_buff *skb;
+	struct page *page;
+	void *buf;
+
+	page = ppf_buf(priv, &off, &size);
+	if (!page)
+		return NULL;
+	if (PPF_HEADROOM + len +
+	    SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) > size)
+		goto put;
+	buf = page_address(page) + off;
+	if (skb_copy_bits(src, 0, buf + PPF_HEADROOM, len))
+		goto put;
+	/* build_skb, not napi_build_skb: ppcoal's virtio path must leave it. */
+	skb = build_skb(buf, size);
+	if (!skb)
+		goto put;
+	skb_reserve(skb, PPF_HEADROOM);
+	skb_put(skb, len);
+	skb_mark_for_recycle(skb);
+	return skb;
+put:
+	page_pool_put_full_page(priv->pool, page, true);
+	return NULL;
+}
+
+static struct sk_buff *ppf_build_frags(struct ppf_priv *priv,
+				       struct sk_buff *src)
+{
+	unsigned int off, size, hlen, len = src->len;
+	struct sk_buff *skb;
+	struct page *page;
+
+	/* Only the headers go into the linear part (as hns3, mlx5 ...). */
+	hlen = eth_get_headlen(src->dev, src->data, skb_headlen(src));
+	hlen = min(hlen, len);
+	skb = napi_alloc_skb(&priv->napi, hlen);
+	if (!skb)
+		return NULL;
+	skb_put_data(skb, src->data, hlen);
+	if (len > hlen) {
+		page = ppf_buf(priv, &off, &size);
+		if (!page)
+			goto free;
+		if (len - hlen > size ||
+		    skb_copy_bits(src, hlen, page_address(page) + off,
+				  len - hlen)) {
+			page_pool_put_full_page(priv->pool, page, true);
+			goto free;
+		}
+		skb_add_rx_frag(skb, 0, page, off, len - hlen, size);
+	}
+	skb_mark_for_recycle(skb);
+	return skb;
+free:
+	kfree_skb(skb);
+	return NULL;
+}
+
+static int ppf_poll(struct napi_struct *napi, int budget)
+{
+	struct ppf_priv *priv = container_of(napi, struct ppf_priv, napi);
+	struct net_device *dev = napi->dev;
+	struct sk_buff *src, *skb;
+	int done = 0;
+
+	while (done < budget && (src = skb_dequeue(&priv->rxq))) {
+		done++;
+		if (skb_linearize(src)) {
+			skb = NULL;
+		} else {
+			src->dev = dev;
+			skb = priv->linear ? ppf_build_linear(priv, src) :
+					     ppf_build_frags(priv, src);
+		}
+		if (!skb) {
+			atomic_long_inc(&priv->rx_dropped);
+			napi_consume_skb(src, budget);
+			continue;
+		}
+		atomic_long_inc(&priv->rx_packets);
+		atomic_long_add(src->len, &priv->rx_bytes);
+		napi_consume_skb(src, budget);
+		skb->protocol = eth_type_trans(skb, dev);
+		skb->ip_summed = CHECKSUM_UNNECESSARY;
+		if (gro)
+			napi_gro_receive(napi, skb);
+		else
+			netif_receive_skb(skb);
+	}
+	if (done < budget && napi_complete_done(napi, done) &&
+	    !skb_queue_empty(&priv->rxq))
+		napi_schedule(napi);
+	return done;
+}
+
+static int ppf_open(struct net_device *dev)
+{
+	struct ppf_priv *priv = netdev_priv(dev);
+
+	napi_enable(&priv->napi);
+	netif_start_queue(dev);
+	return 0;
+}
+
+static int ppf_stop(struct net_device *dev)
+{
+	struct ppf_priv *priv = netdev_priv(dev);
+
+	netif_stop_queue(dev);
+	napi_disable(&priv->napi);
+	skb_queue_purge(&priv->rxq);
+	return 0;
+}
+
+static void ppf_get_stats64(struct net_device *dev,
+			    struct rtnl_link_stats64 *s)
+{
+	struct ppf_priv *priv = netdev_priv(dev);
+
+	s->rx_packets = atomic_long_read(&priv->rx_packets);
+	s->rx_bytes = atomic_long_read(&priv->rx_bytes);
+	s->rx_dropped = atomic_long_read(&priv->rx_dropped);
+	s->tx_packets = atomic_long_read(&priv->tx_packets);
+	s->tx_bytes = atomic_long_read(&priv->tx_bytes);
+	s->tx_dropped = atomic_long_read(&priv->tx_dropped);
+}
+
+static const struct net_device_ops ppf_ops = {
+	.ndo_open = ppf_open,
+	.ndo_stop = ppf_stop,
+	.ndo_start_xmit = ppf_xmit,
+	.ndo_get_stats64 = ppf_get_stats64,
+	.ndo_set_mac_address = eth_mac_addr,
+};
+
+/* Pages of the pool by where they are. Test-only: reads pool internals. */
+struct ppf_count {
+	long hold, release, cached, ring, frag, inflight;
+};
+
+static void ppf_count_pool(struct page_pool *pool, struct ppf_count *c)
+{
+	struct ptr_ring *r = &pool->ring;
+	int i;
+
+	c->hold = READ_ONCE(pool->pages_state_hold_cnt);
+	c->release = atomic_read(&pool->pages_state_release_cnt);
+	c->cached = READ_ONCE(pool->alloc.count);
+	c->frag = READ_ONCE(pool->frag_page) ? 1 : 0;
+	c->ring = 0;
+	/* ptr_ring lock order: consumer, then producer */
+	spin_lock_bh(&r->consumer_lock);
+	spin_lock(&r->producer_lock);
+	for (i = 0; i < r->size; i++)
+		if (r->queue[i])
+			c->ring++;
+	spin_unlock(&r->producer_lock);
+	spin_unlock_bh(&r->consumer_lock);
+	/* hold/release are u32 counters that may wrap: compare as s32 */
+	c->inflight = (s32)((u32)c->hold - (u32)c->release) -
+		      c->cached - c->ring - c->frag;
+}
+
+static void ppf_setup(struct net_device *dev)
+{
+	ether_setup(dev);
+	dev->netdev_ops = &ppf_ops;
+	dev->needs_free_netdev = true;
+	dev->min_mtu = ETH_MIN_MTU;
+	dev->max_mtu = ETH_DATA_LEN;
+	eth_hw_addr_random(dev);
+}
+
+static struct net_device *ppf_create(int i)
+{
+	struct page_pool_params pp = {
+		.order = 0,
+		.pool_size = 256,
+		.nid = NUMA_NO_NODE,
+	};
+	struct net_device *dev;
+	struct ppf_priv *priv;
+	int err;
+
+	dev = alloc_netdev(sizeof(*priv), i ? "ppf1" : "ppf0",
+			   NET_NAME_USER, ppf_setup);
+	if (!dev)
+		return ERR_PTR(-ENOMEM);
+	priv = netdev_priv(dev);
+	priv->frag = frag_pool;
+	priv->linear = linear;
+	skb_queue_head_init(&priv->rxq);
+	netif_napi_add(dev, &priv->napi, ppf_poll);
+#ifdef PPC_HAVE_PP_FRAG_COUNT
+	if (frag_pool)
+		pp.flags |= PP_FLAG_PAGE_FRAG;
+#endif
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+	if (pp_napi)
+		pp.napi = &priv->napi;
+#endif
+	priv->pool = page_pool_create(&pp);
+	if (IS_ERR(priv->pool)) {
+		err = PTR_ERR(priv->pool);
+		goto free;
+	}
+	err = register_netdev(dev);
+	if (err)
+		goto pool;
+	return dev;
+pool:
+	page_pool_destroy(priv->pool);
+free:
+	netif_napi_del(&priv->napi);
+	free_netdev(dev);
+	return ERR_PTR(err);
+}
+
+/* Wait up to 10 s for the pool's pages to come back, then record it. */
+static void ppf_drain_report(const char *name, struct page_pool *pool)
+{
+	struct ppf_count c;
+	size_t n = strlen(ppf_report);
+	int ms;
+
+	for (ms = 0; ms < 10000; ms += 20) {
+		ppf_count_pool(pool, &c);
+		if (c.inflight <= 0)
+			break;
+		msleep(20);
+	}
+	if (n > sizeof(ppf_report) - 200)
+		n = 0;		/* keep the file bounded */
+	if (c.inflight == 0) {
+		pr_info("%s: pool drained: hold %ld release %ld cached %ld ring %ld\n",
+			name, c.hold, c.release, c.cached, c.ring);
+		scnprintf(ppf_report + n, sizeof(ppf_report) - n,
+			  "%s drained hold %ld release %ld\n", name, c.hold,
+			  c.release);
+	} else {
+		pr_err("%s: pool LEAK: %ld pages in flight after 10 s (hold %ld release %ld cached %ld ring %ld)\n",
+		       name, c.inflight, c.hold, c.release, c.cached, c.ring);
+		scnprintf(ppf_report + n, sizeof(ppf_report) - n,
+			  "%s LEAK inflight %ld\n", name, c.inflight);
+	}
+}
+
+static void ppf_destroy_pair(void)
+{
+	struct page_pool *pool[2] = {};
+	char name[2][IFNAMSIZ] = {};
+	struct ppf_priv *priv;
+	int i;
+
+	if (!ppf_dev[0])
+		return;
+	rtnl_lock();
+	for (i = 0; i < 2; i++) {
+		priv = netdev_priv(ppf_dev[i]);
+		WRITE_ONCE(priv->peer, NULL);
+	}
+	/* no transmit still holds a peer it could queue to */
+	synchronize_net();
+	for (i = 0; i < 2; i++) {
+		priv = netdev_priv(ppf_dev[i]);
+		pool[i] = priv->pool;
+		strscpy(name[i], ppf_dev[i]->name, IFNAMSIZ);
+		/* closes the device (napi disabled, queue purged) */
+		unregister_netdevice(ppf_dev[i]);
+		ppf_dev[i] = NULL;
+	}
+	rtnl_unlock();
+	/* devices are gone: no poll can allocate any more */
+	synchronize_net();
+	for (i = 0; i < 2; i++) {
+		ppf_drain_report(name[i], pool[i]);
+		page_pool_destroy(pool[i]);
+	}
+}
+
+static int ppf_create_pair(void)
+{
+	struct ppf_priv *p0, *p1;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		ppf_dev[i] = ppf_create(i);
+		if (IS_ERR(ppf_dev[i])) {
+			int err = PTR_ERR(ppf_dev[i]);
+
+			ppf_dev[i] = NULL;
+			if (i) {
+				rtnl_lock();
+				p0 = netdev_priv(ppf_dev[0]);
+				unregister_netdevice(ppf_dev[0]);
+				rtnl_unlock();
+				page_pool_destroy(p0->pool);
+				ppf_dev[0] = NULL;
+			}
+			return err;
+		}
+	}
+	p0 = netdev_priv(ppf_dev[0]);
+	p1 = netdev_priv(ppf_dev[1]);
+	p0->peer = ppf_dev[1];
+	p1->peer = ppf_dev[0];
+	pr_info("ppf0/ppf1: %s pool, %s skbs%s%s\n",
+		frag_pool ? "frag" : "page-per-buffer",
+		linear ? "linear (build_skb)" : "header + page-frag",
+		pp_napi ? ", pp_params.napi set" : "", gro ? ", GRO" : "");
+	return 0;
+}
+
+static int ppf_set_recreate(const char *val, const struct kernel_param *kp)
+{
+	int err;
+
+	mutex_lock(&ppf_lock);
+	ppf_destroy_pair();
+	err = ppf_create_pair();
+	mutex_unlock(&ppf_lock);
+	return err;
+}
+
+static const struct kernel_param_ops ppf_recreate_ops = {
+	.set = ppf_set_recreate,
+};
+
+module_param_cb(recreate, &ppf_recreate_ops, NULL, 0200);
+MODULE_PARM_DESC(recreate, "write 1: tear the pair down (with drain report) and create it anew");
+
+static int ppf_pools_show(struct seq_file *m, void *v)
+{
+	struct ppf_count c;
+	struct ppf_priv *priv;
+	int i;
+
+	mutex_lock(&ppf_lock);
+	for (i = 0; i < 2; i++) {
+		if (!ppf_dev[i])
+			continue;
+		priv = netdev_priv(ppf_dev[i]);
+		ppf_count_pool(priv->pool, &c);
+		seq_printf(m, "%s frag %d linear %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld\n",
+			   ppf_dev[i]->name, priv->frag, priv->linear, c.hold,
+			   c.release, c.cached, c.ring, c.frag, c.inflight);
+	}
+	mutex_unlock(&ppf_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ppf_pools);
+
+static int ppf_teardown_show(struct seq_file *m, void *v)
+{
+	mutex_lock(&ppf_lock);
+	seq_puts(m, ppf_report);
+	mutex_unlock(&ppf_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ppf_teardown);
+
+static int __init ppf_init(void)
+{
+	int err;
+
+	mutex_lock(&ppf_lock);
+	err = ppf_create_pair();
+	mutex_unlock(&ppf_lock);
+	if (err)
+		return err;
+	ppf_debugfs = debugfs_create_dir("ppcoal_fixture", NULL);
+	debugfs_create_file("pools", 0444, ppf_debugfs, NULL, &ppf_pools_fops);
+	debugfs_create_file("teardown", 0444, ppf_debugfs, NULL,
+			    &ppf_teardown_fops);
+	return 0;
+}
+
+static void __exit ppf_exit(void)
+{
+	debugfs_remove_recursive(ppf_debugfs);
+	mutex_lock(&ppf_lock);
+	ppf_destroy_pair();
+	mutex_unlock(&ppf_lock);
+}
+
+module_init(ppf_init);
+module_exit(ppf_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("ppcoal test fixture: a netdev pair receiving through a NAPI poll and a page_pool");
