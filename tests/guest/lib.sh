@@ -6,6 +6,11 @@ P=/sys/module/ppcoal/parameters
 IP=${IP:-/usr/lib/iproute2/ip}
 PEER=198.18.0.2
 SELF=198.18.0.1
+# The fixture pair: ppf0 here, ppf1 in netns peer (tests/modules/ppcoal_fixture.c)
+FPEER=198.19.0.2
+FSELF=198.19.0.1
+# Where iperf/xfer/traffic_start send: TARGET (default the virtio peer).
+TARGET=$PEER
 
 # Current test; failures are collected and reported once per test.
 T=""
@@ -102,7 +107,7 @@ net_up() {
 iperf() {
 	t=$1
 	shift
-	timeout $((t + 30)) iperf3 -c $PEER -t "$t" --connect-timeout 3000 -J "$@" >/tmp/iperf.json 2>&1 || {
+	timeout $((t + 30)) iperf3 -c $TARGET -t "$t" --connect-timeout 3000 -J "$@" >/tmp/iperf.json 2>&1 || {
 		echo "iperf3 failed: $(grep -m1 '"error"' /tmp/iperf.json)" >&2
 		return 1
 	}
@@ -121,7 +126,7 @@ xfer() {
 	rm -f /tmp/rx
 	(sleep 60 | "$IP" netns exec peer timeout 60 nc -l -p 5999 >/tmp/rx) &
 	sleep 0.5
-	timeout 60 nc $PEER 5999 </tmp/tx || echo "xfer: nc client failed" >&2
+	timeout 60 nc $TARGET 5999 </tmp/tx || echo "xfer: nc client failed" >&2
 	i=0
 	while [ "$(wc -c </tmp/rx)" -lt $want ] && [ $i -lt 200 ]; do
 		sleep 0.1
@@ -142,7 +147,7 @@ traffic_start() {
 	rm -f /tmp/stop-traffic /tmp/traffic.err
 	(
 		while [ ! -e /tmp/stop-traffic ]; do
-			timeout 15 iperf3 -c $PEER -t 2 --connect-timeout 2000 "$@" >/dev/null 2>&1 ||
+			timeout 15 iperf3 -c $TARGET -t 2 --connect-timeout 2000 "$@" >/dev/null 2>&1 ||
 				echo "client failed" >>/tmp/traffic.err
 		done
 	) &
@@ -157,3 +162,46 @@ traffic_stop() {
 
 # The names the counter table declares (generated on the host).
 counter_names() { cat /tests/counters.txt; }
+
+# fixture_up [module parameters]: load the fixture, ppf1 into netns peer.
+fixture_up() {
+	insmod /ko/ppcoal_fixture.ko "$@" || return 1
+	"$IP" link set ppf1 netns peer || return 1
+	"$IP" netns exec peer "$IP" addr add $FPEER/24 dev ppf1 || return 1
+	"$IP" netns exec peer "$IP" link set ppf1 up || return 1
+	"$IP" addr add $FSELF/24 dev ppf0 || return 1
+	"$IP" link set ppf0 up || return 1
+	pgrep -f "iperf3 -s -D -B $FPEER" >/dev/null ||
+		"$IP" netns exec peer iperf3 -s -D -B $FPEER >/dev/null 2>&1
+	i=0
+	while ! ping -c 1 -W 1 $FPEER >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 20 ] || { echo "fixture_up: no ping"; return 1; }
+	done
+	TARGET=$FPEER
+}
+
+# fixture_down: unload the fixture; both pools must report drained.
+fixture_down() {
+	TARGET=$PEER
+	grep -q '^ppcoal_fixture ' /proc/modules || return 0
+	n0=$(dmesg | grep -c 'pool drained')
+	rmmod ppcoal_fixture || { echo "fixture_down: rmmod failed"; return 1; }
+	n1=$(dmesg | grep -c 'pool drained')
+	! dmesg | grep -q 'pool LEAK' || { echo "fixture_down: $(dmesg | grep 'pool LEAK' | tail -n 1)"; return 1; }
+	[ $((n1 - n0)) = 2 ] || { echo "fixture_down: $((n1 - n0)) of 2 pools reported drained"; return 1; }
+}
+
+# fixture_inflight: pages of both pools out in skbs (pools file)
+fixture_inflight() {
+	awk '{ for (i = 1; i < NF; i++) if ($i == "inflight") s += $(i + 1) } END { print s + 0 }' \
+		/sys/kernel/debug/ppcoal_fixture/pools
+}
+
+# tcp_insegs: Tcp InSegs summed over this netns and peer
+tcp_insegs() {
+	for n in "" peer; do
+		if [ -n "$n" ]; then "$IP" netns exec $n cat /proc/net/snmp; else cat /proc/net/snmp; fi
+	done | awk '/^Tcp:/ { if (!h) { for (i = 2; i <= NF; i++) if ($i == "InSegs") c = i; h = 1; next }
+		s += $c; h = 0 } END { print s + 0 }'
+}
