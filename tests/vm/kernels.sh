@@ -349,12 +349,12 @@ build_modules() {
 		copy_src "$src" "$bdir"
 		log "building $src for $id ($v) in chroot $ch"
 		chroot "$ch" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-			make -C /src/ppcoal KDIR="$kdir" -j"$(nproc)" || rc=$?
+			make -C /src/ppcoal KDIR="$kdir" W=1 -j"$(nproc)" || rc=$?
 	else
 		bdir=${PPCOAL_BUILD_DIR:-$PPCOAL_CACHE/build}/$id
 		copy_src "$src" "$bdir"
 		log "building $src for $id ($v) with KDIR=$kdir"
-		make -C "$bdir" KDIR="$kdir" -j"$(nproc)" || rc=$?
+		make -C "$bdir" KDIR="$kdir" W=1 -j"$(nproc)" || rc=$?
 	fi
 	find "$bdir" -name '*.ko' -type f -exec cp -t "$out" {} +
 	n=$(find "$out" -maxdepth 1 -name '*.ko' | wc -l)
