@@ -83,6 +83,8 @@ void ppc_virtio_alloc_cb(unsigned long ip, unsigned long parent_ip,
 void ppc_virtio_rx_frag_cb(unsigned long ip, unsigned long parent_ip,
 			   struct ftrace_ops *op, struct ftrace_regs *fregs);
 
+const char *ppc_clone_policy_name(void);
+
 /* virtio_net caller ranges (ppcoal_virtio_hook.c) */
 int ppc_virtio_resolve(void);
 void ppc_virtio_forget(void);

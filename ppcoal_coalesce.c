@@ -13,6 +13,8 @@
  *    a cloned page-pool from takes pp_ref_count references.
  * It only calls exported functions and header inlines.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/skbuff.h>
 #include <linux/mm.h>
 
@@ -43,6 +45,177 @@ static void ppc_pp_frag_ref(struct skb_shared_info *shinfo)
 }
 #endif
 
+/*
+ * What coalesce=on does with a cloned page-pool from. 6.1: detach (pages
+ * of one-buffer-per-page pools leave their pool, then take plain
+ * references), refuse (such pools keep the stock refusal; FRAG pools and
+ * the tailroom copy still coalesce) or legacy (the stock 6.1 rule). 6.12:
+ * upstream (the kernel's own rule, which already takes pp_ref_count
+ * references) or legacy (the pre-6.8 refusal, to measure what the upstream
+ * change is worth).
+ */
+enum ppc_clone_policy {
+	PPC_CLONE_DETACH,
+	PPC_CLONE_REFUSE,
+	PPC_CLONE_LEGACY,
+	PPC_CLONE_UPSTREAM,
+	PPC_NR_CLONE_POLICIES
+};
+
+static const char * const ppc_clone_policy_names[PPC_NR_CLONE_POLICIES] = {
+	[PPC_CLONE_DETACH] = "detach",
+	[PPC_CLONE_REFUSE] = "refuse",
+	[PPC_CLONE_LEGACY] = "legacy",
+	[PPC_CLONE_UPSTREAM] = "upstream",
+};
+
+#ifdef PPC_HAVE_PP_REF_COUNT
+#define PPC_CLONE_DEFAULT PPC_CLONE_UPSTREAM
+#define PPC_CLONE_WORDS "upstream or legacy"
+#else
+#define PPC_CLONE_DEFAULT PPC_CLONE_DETACH
+#define PPC_CLONE_WORDS "detach, refuse or legacy"
+#endif
+
+static enum ppc_clone_policy ppc_clone_policy = PPC_CLONE_DEFAULT;
+
+/* The policies this kernel family can carry out. */
+static bool ppc_clone_policy_ok(enum ppc_clone_policy p)
+{
+#ifdef PPC_HAVE_PP_REF_COUNT
+	return p == PPC_CLONE_UPSTREAM || p == PPC_CLONE_LEGACY;
+#else
+	return p != PPC_CLONE_UPSTREAM;
+#endif
+}
+
+static int ppc_clone_policy_set(const char *val, const struct kernel_param *kp)
+{
+	char word[16];
+	int i;
+
+	if (strscpy(word, val, sizeof(word)) >= 0) {
+		strim(word);
+		for (i = 0; i < PPC_NR_CLONE_POLICIES; i++) {
+			if (strcmp(word, ppc_clone_policy_names[i]) ||
+			    !ppc_clone_policy_ok(i))
+				continue;
+			WRITE_ONCE(ppc_clone_policy, i);
+			return 0;
+		}
+	}
+	pr_err("clone_policy: invalid value \"%.32s\" for this kernel: use "
+	       PPC_CLONE_WORDS "; policy unchanged\n", val);
+	return -EINVAL;
+}
+
+/**
+ * ppc_clone_policy_name() - the current clone policy, for stats
+ *
+ * Return: "detach", "refuse", "legacy" or "upstream".
+ */
+const char *ppc_clone_policy_name(void)
+{
+	return ppc_clone_policy_names[READ_ONCE(ppc_clone_policy)];
+}
+
+static int ppc_clone_policy_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n",
+			  ppc_clone_policy_names[READ_ONCE(ppc_clone_policy)]);
+}
+
+static const struct kernel_param_ops ppc_clone_policy_ops = {
+	.set = ppc_clone_policy_set,
+	.get = ppc_clone_policy_get,
+};
+
+module_param_cb(clone_policy, &ppc_clone_policy_ops, NULL, 0644);
+MODULE_PARM_DESC(clone_policy,
+		 "coalesce=on and a cloned page-pool skb: 6.1 detach (default), refuse or legacy; 6.12 upstream (default) or legacy");
+
+#ifndef PPC_HAVE_PP_REF_COUNT
+static bool ppc_page_is_pp(const struct page *head)
+{
+	/* 6.1 keeps compound-head and pfmemalloc marks in bits 0 and 1 */
+	return (READ_ONCE(head->pp_magic) & ~0x3UL) == PP_SIGNATURE;
+}
+
+static bool ppc_pool_is_frag(const struct page *head)
+{
+	return head->pp->p.flags & PP_FLAG_PAGE_FRAG;
+}
+
+/*
+ * 6.1, coalesce=on: the references a cloned frag-only page-pool from needs
+ * before its frags can also live in to. Called before to is modified.
+ * Only FRAG-pool references can fail (pp_frag_count at LONG_MAX while the
+ * pool still carves the page): they are taken first and undone on failure,
+ * so a refusal leaves everything as it was.
+ *
+ * Return: 0, or the counter of the refusal.
+ */
+static int ppc_clone_take_refs(struct skb_shared_info *sh,
+			       enum ppc_clone_policy policy)
+{
+	struct page *head;
+	unsigned long magic;
+	int i, j;
+
+	for (i = 0; i < sh->nr_frags; i++) {
+		head = compound_head(skb_frag_page(&sh->frags[i]));
+		if (!ppc_page_is_pp(head))
+			continue;
+		if (!ppc_pool_is_frag(head)) {
+			if (policy == PPC_CLONE_REFUSE)
+				goto refuse_policy;
+			continue;
+		}
+		if (!atomic_long_add_unless(&head->pp_frag_count, 1, LONG_MAX))
+			goto refuse_bias;
+	}
+	for (i = 0; i < sh->nr_frags; i++) {
+		head = compound_head(skb_frag_page(&sh->frags[i]));
+		if (ppc_page_is_pp(head) && ppc_pool_is_frag(head)) {
+			ppc_count(CO_ON_FRAG_REFS);
+			continue;
+		}
+		/*
+		 * A page of a one-buffer-per-page pool has no counter for a
+		 * second page-pool holder: it leaves its pool, and every
+		 * holder frees it with put_page(). The xchg makes the detach
+		 * happen once even if two clones race here.
+		 */
+		if (ppc_page_is_pp(head)) {
+			struct page_pool *pool = head->pp;
+
+			magic = xchg(&head->pp_magic, 0);
+			if ((magic & ~0x3UL) == PP_SIGNATURE) {
+				page_pool_release_page(pool, head);
+				ppc_count(CO_ON_DETACHED);
+			}
+		}
+		get_page(head);
+	}
+	return 0;
+
+refuse_bias:
+	for (j = 0; j < i; j++) {
+		head = compound_head(skb_frag_page(&sh->frags[j]));
+		if (ppc_page_is_pp(head) && ppc_pool_is_frag(head))
+			atomic_long_dec(&head->pp_frag_count);
+	}
+	return PPC_C_CO_R_FRAG_BIAS;
+refuse_policy:
+	for (j = 0; j < i; j++) {
+		head = compound_head(skb_frag_page(&sh->frags[j]));
+		if (ppc_page_is_pp(head) && ppc_pool_is_frag(head))
+			atomic_long_dec(&head->pp_frag_count);
+	}
+	return PPC_C_CO_R_CLONE_POLICY;
+}
+#endif
+
 static bool ppc_refuse(enum ppc_counter why)
 {
 	this_cpu_inc(ppc_stats.c[why]);
@@ -52,10 +225,18 @@ static bool ppc_refuse(enum ppc_counter why)
 static bool ppc_coalesce(struct sk_buff *to, struct sk_buff *from,
 			 bool *fragstolen, int *delta_truesize)
 {
+	enum ppc_clone_policy policy = PPC_CLONE_LEGACY;
 	struct skb_shared_info *to_shinfo, *from_shinfo;
 	int i, delta, len = from->len;
-	bool from_cloned;
+	bool from_cloned, pp_clone, refs_taken = false;
 
+	if (ppc_path_mode(COALESCE) == PPC_MODE_ON)
+		policy = READ_ONCE(ppc_clone_policy);
+#ifdef PPC_HAVE_PP_REF_COUNT
+	/* observe mirrors the running kernel, which is upstream */
+	if (ppc_path_mode(COALESCE) != PPC_MODE_ON)
+		policy = PPC_CLONE_UPSTREAM;
+#endif
 	*fragstolen = false;
 
 	if (skb_cloned(to))
@@ -63,6 +244,7 @@ static bool ppc_coalesce(struct sk_buff *to, struct sk_buff *from,
 
 	/* Read once: every later decision uses this value. */
 	from_cloned = skb_cloned(from);
+	pp_clone = from->pp_recycle && from_cloned;
 	if (from->pp_recycle) {
 		ppc_count(CO_PP_FROM);
 		if (from_cloned)
@@ -72,11 +254,12 @@ static bool ppc_coalesce(struct sk_buff *to, struct sk_buff *from,
 	/* Never mix page-pool and other pages in one skb. */
 	if (to->pp_recycle != from->pp_recycle)
 		return ppc_refuse(PPC_C_CO_R_PP_MISMATCH);
-#ifndef PPC_HAVE_PP_REF_COUNT
-	/* 6.1: a cloned page-pool from is refused, even for the copy. */
-	if (from->pp_recycle && from_cloned)
+	/*
+	 * Stock 6.1 (and upstream before 1effe8ca4e34) refuses a cloned
+	 * page-pool from, even for the copy. legacy keeps that rule.
+	 */
+	if (pp_clone && policy == PPC_CLONE_LEGACY)
 		return ppc_refuse(PPC_C_CO_R_PP_CLONED);
-#endif
 #ifdef PPC_HAVE_SKB_FRAGS_READABLE
 	if (skb_frags_readable(from) != skb_frags_readable(to))
 		return ppc_refuse(PPC_C_CO_R_UNREADABLE);
@@ -92,6 +275,8 @@ static bool ppc_coalesce(struct sk_buff *to, struct sk_buff *from,
 		}
 		*delta_truesize = 0;
 		ppc_count(CO_COPIED);
+		if (pp_clone)
+			ppc_count(CO_CLONE_COPIED);
 		return true;
 	}
 
@@ -124,6 +309,16 @@ static bool ppc_coalesce(struct sk_buff *to, struct sk_buff *from,
 			return ppc_refuse(PPC_C_CO_R_TOO_MANY_FRAGS);
 
 		delta = from->truesize - SKB_TRUESIZE(skb_end_offset(from));
+#ifndef PPC_HAVE_PP_REF_COUNT
+		if (pp_clone) {
+			int why = ppc_clone_take_refs(from_shinfo, policy);
+
+			if (why)
+				return ppc_refuse(why);
+			refs_taken = true;
+			ppc_count(CO_CLONE_MOVED);
+		}
+#endif
 		ppc_count(CO_FRAGS_MOVED);
 	}
 
@@ -138,7 +333,7 @@ static bool ppc_coalesce(struct sk_buff *to, struct sk_buff *from,
 	if (!from_cloned) {
 		/* from gives its frags away: nothing to reference. */
 		from_shinfo->nr_frags = 0;
-	} else {
+	} else if (!refs_taken) {
 #ifdef PPC_HAVE_PP_REF_COUNT
 		if (from->pp_recycle)
 			ppc_pp_frag_ref(from_shinfo);

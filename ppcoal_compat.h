@@ -14,6 +14,12 @@
 #define PPC_RECYCLE_TARGET "page_pool_return_skb_page"
 #endif
 
+#ifdef PPC_HAVE_PP_REF_COUNT
+#define PPC_COALESCE_ON_MEANS "upstream: this kernel coalesces clones itself (clone_policy=legacy refuses them)"
+#else
+#define PPC_COALESCE_ON_MEANS "optimised: cloned page-pool skbs coalesce (see clone_policy)"
+#endif
+
 #ifdef PPC_HAVE_NAPI_ALLOC_SKB_FN
 #define PPC_NAPI_ALLOC_TARGET "napi_alloc_skb"
 #else

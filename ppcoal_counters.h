@@ -37,6 +37,18 @@ PPC_COUNTER(CO_HEAD_STOLEN, coalesce, head_stolen,
 	    "coalesced by turning the head of from into a frag of to")
 PPC_COUNTER(CO_FRAGS_MOVED, coalesce, frags_moved,
 	    "coalesced by moving the frags of a frag-only from")
+PPC_COUNTER(CO_R_CLONE_POLICY, coalesce, refused_clone_policy,
+	    "refused: cloned page-pool from on a one-buffer-per-page pool, clone_policy=refuse")
+PPC_COUNTER(CO_R_FRAG_BIAS, coalesce, refused_frag_bias,
+	    "refused: pp_frag_count at LONG_MAX (the pool is still carving the page)")
+PPC_COUNTER(CO_CLONE_COPIED, coalesce, clone_copied,
+	    "of copied: from was a cloned page-pool skb (stock 6.1 refuses it)")
+PPC_COUNTER(CO_CLONE_MOVED, coalesce, clone_moved,
+	    "of frags_moved: from was a cloned page-pool skb (6.1, coalesce=on)")
+PPC_COUNTER(CO_ON_FRAG_REFS, coalesce, clone_frag_refs,
+	    "pp_frag_count references taken for a cloned from (6.1 FRAG pools)")
+PPC_COUNTER(CO_ON_DETACHED, coalesce, clone_detached,
+	    "pages detached from their pool to coalesce a clone (6.1, clone_policy=detach)")
 PPC_COUNTER(CO_PP_FRAG_REFS, coalesce, pp_frag_refs,
 	    "page-pool fragment references taken for a cloned from (6.12)")
 PPC_COUNTER(RC_CALLS, recycle, calls,

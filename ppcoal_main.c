@@ -30,11 +30,11 @@ static const char * const ppc_mode_names[PPC_NR_MODES] = {
 
 static const struct {
 	const char *name;
-	bool optimised;		/* "on" differs from "observe" */
+	const char *on_means;	/* what "on" adds to "observe" here */
 	const char *desc;
 } ppc_path_info[PPC_NR_PATHS] = {
-#define PPC_PATH(id, n, opt, d) \
-	[PPC_PATH_##id] = { .name = #n, .optimised = opt, .desc = d },
+#define PPC_PATH(id, n, on, d) \
+	[PPC_PATH_##id] = { .name = #n, .on_means = on, .desc = d },
 #include "ppcoal_tables.h"
 #undef PPC_PATH
 };
@@ -234,10 +234,10 @@ static int ppc_stats_show(struct seq_file *m, void *v)
 		seq_printf(m, "%s.state %s\n", ppc_path_name(p),
 			   ppc_path_state(p, state, sizeof(state)));
 		seq_printf(m, "%s.on_means %s\n", ppc_path_name(p),
-			   ppc_path_info[p].optimised ? "optimised" :
-			   "observe (optimisation not built yet)");
+			   ppc_path_info[p].on_means);
 	}
 	mutex_unlock(&ppc_lock);
+	seq_printf(m, "coalesce.clone_policy %s\n", ppc_clone_policy_name());
 	for (c = 0; c < PPC_NR_COUNTERS; c++) {
 		sum = 0;
 		for_each_possible_cpu(cpu)

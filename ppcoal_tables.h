@@ -15,12 +15,13 @@ PPC_MODE(ON, on)
 
 #ifdef PPC_PATH
 /*
- * PPC_PATH(id, name, optimised, description): optimised says whether "on"
- * differs from "observe" in this build; stats print it.
+ * PPC_PATH(id, name, on_means, description): on_means says what "on" does
+ * beyond "observe" on this kernel family; stats print it.
  */
-PPC_PATH(COALESCE, coalesce, false, "shadow skb_try_coalesce")
-PPC_PATH(RECYCLE, recycle, false, "shadow page-pool free of skb pages")
-PPC_PATH(VIRTIO, virtio, true,
+PPC_PATH(COALESCE, coalesce, PPC_COALESCE_ON_MEANS, "shadow skb_try_coalesce")
+PPC_PATH(RECYCLE, recycle, "observe (optimisation not built yet)",
+	 "shadow page-pool free of skb pages")
+PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
 	 "virtio_net receive path: build_skb becomes napi_build_skb")
 #endif
 

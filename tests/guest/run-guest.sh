@@ -44,7 +44,7 @@ check_stats_format() {
 		esac
 	done
 	[ ! -e /tmp/fmt.err ] || { bad "counters missing or not numeric"; rm -f /tmp/fmt.err; }
-	got=$(awk '$1 ~ /\./ && $1 !~ /\.(mode|state|on_means)$/ { print $1 }' "$S" | sort)
+	got=$(awk '$1 ~ /\./ && $1 !~ /\.(mode|state|on_means|clone_policy)$/ { print $1 }' "$S" | sort)
 	eq "$(echo "$got" | tr '\n' ' ')" "$(counter_names | sort | tr '\n' ' ')" "counter set = table"
 }
 
@@ -383,6 +383,87 @@ if want fixture-tap; then
 		check_sums /tmp/a /tmp/b
 	done
 	fixture_down || bad "pools did not drain"
+	end
+	cleanup
+fi
+
+# coalesce=on with cloned page-pool skbs (a tap on ppf1), per pool kind and
+# clone policy, against observe in the same boot. Prints METRIC lines.
+# tap_run MODE POLICY LEN: 3 s of TCP with the tap; sets RATE (per mille).
+tap_run() {
+	echo "$1" >$P/coalesce || bad "coalesce=$1"
+	echo "$2" >$P/clone_policy || bad "clone_policy=$2"
+	"$IP" netns exec peer pptap ppf1 >/tmp/pptap.out 2>&1 &
+	tp=$!
+	sleep 0.3
+	snap /tmp/a
+	s0=$(tcp_insegs)
+	c0=$(ns TCPRcvCoalesce)
+	r=$(iperf 3 -l "$3") || bad "iperf3 $1/$2"
+	c1=$(ns TCPRcvCoalesce)
+	s1=$(tcp_insegs)
+	snap /tmp/b
+	kill $tp
+	wait $tp
+	calls=$(delta coalesce.calls /tmp/a /tmp/b)
+	ok=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
+	RATE=0
+	[ "$calls" -gt 0 ] && RATE=$((ok * 1000 / calls))
+	set -- "$@" $r
+	echo "METRIC $(uname -r) $FIXCFG mode=$1 policy=$2 tap=1 len=$3 mbps=$(( ${5:-0} * 8 / 3000000 )) insegs=$((s1 - s0)) tcprcvcoalesce=$((c1 - c0)) calls=$calls ok=$ok rate_permille=$RATE cloned=$(delta coalesce.pp_cloned_from /tmp/a /tmp/b) refused_pp_cloned=$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b) clone_copied=$(delta coalesce.clone_copied /tmp/a /tmp/b) clone_moved=$(delta coalesce.clone_moved /tmp/a /tmp/b) detached=$(delta coalesce.clone_detached /tmp/a /tmp/b) frag_refs=$(delta coalesce.clone_frag_refs /tmp/a /tmp/b) refused_policy=$(delta coalesce.refused_clone_policy /tmp/a /tmp/b) refused_bias=$(delta coalesce.refused_frag_bias /tmp/a /tmp/b)"
+	check_sums /tmp/a /tmp/b
+}
+
+if want coalesce-on; then
+	begin coalesce-on
+	ppcoal_load mode=observe || bad "insmod ppcoal"
+	if [ "$(val recycle_target)" = page_pool_return_skb_page ]; then
+		# 6.1: one buffer per page (detach, refuse) and a FRAG pool
+		for cfg in "0 detach" "0 refuse" "1 detach"; do
+			set -- $cfg
+			FIXCFG="frag_pool=$1"
+			fixture_up frag_pool=$1 linear=0 || bad "fixture_up $cfg"
+			tap_run observe legacy 256
+			base=$RATE
+			eq "$(delta coalesce.clone_moved /tmp/a /tmp/b)" 0 "observe never coalesces a clone"
+			tap_run on $2 256
+			case "$cfg" in
+			"0 detach")
+				gt "$RATE" "$base" "on/detach: success rate above observe"
+				gt "$(delta coalesce.clone_detached /tmp/a /tmp/b)" 0 "pages detached" ;;
+			"0 refuse")
+				gt "$(delta coalesce.refused_clone_policy /tmp/a /tmp/b)" 0 "refuse policy refuses"
+				eq "$(delta coalesce.clone_detached /tmp/a /tmp/b)" 0 "refuse never detaches" ;;
+			"1 detach")
+				gt "$RATE" "$base" "on/FRAG pool: success rate above observe"
+				gt "$(delta coalesce.clone_frag_refs /tmp/a /tmp/b)" 0 "pp_frag_count references"
+				eq "$(delta coalesce.clone_detached /tmp/a /tmp/b)" 0 "FRAG pool pages stay in the pool" ;;
+			esac
+			# with the tap still cloning: data intact in on
+			"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
+			tp=$!
+			xfer 4 || bad "$cfg: data not intact with coalesce=on"
+			kill $tp
+			wait $tp
+			fixture_down || bad "$cfg: pools did not drain"
+		done
+	else
+		# 6.12: on is upstream; legacy brings back the pre-6.8 refusal
+		FIXCFG="frag_pool=0"
+		fixture_up frag_pool=0 linear=0 || bad "fixture_up"
+		tap_run on legacy 256
+		legacy=$RATE
+		gt "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" 0 "legacy refuses clones"
+		tap_run on upstream 256
+		eq "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" 0 "upstream never refuses clones"
+		gt "$RATE" "$legacy" "upstream success rate above legacy"
+		echo observe >$P/coalesce
+		fixture_down || bad "pools did not drain"
+	fi
+	printf 'upstream' >$P/clone_policy 2>/dev/null && [ "$(val recycle_target)" = page_pool_return_skb_page ] &&
+		bad "6.1 accepted clone_policy=upstream"
+	printf 'bogus' >$P/clone_policy 2>/dev/null && bad "clone_policy accepted bogus"
+	dmesg_has 'clone_policy: invalid value "bogus"' || bad "no dmesg line for a bad clone_policy"
 	end
 	cleanup
 fi
