@@ -10,7 +10,7 @@
 #   /etc/modlist           ordered insmod list loaded by /init (virtio_pci, virtio_net, veth)
 #   /etc/modlist.d/NAME    ordered insmod list of each module NAME (for rmmod/re-insmod)
 #   /ko/*.ko               every module from KODIR
-#   /tests/                REPO/tests/guest/*
+#   /tests/                REPO/tests/guest/* (or $PPCOAL_GUEST_DIR/*)
 #   /etc/ppcoal-env        PPCOAL_KERNEL, PPCOAL_KVER, IP (sourced by /init)
 #
 # Environment: PPCOAL_GUEST_MODULES (default "virtio_pci virtio_net veth"),
@@ -104,8 +104,9 @@ if [ -d "$kodir" ]; then
 fi
 
 # Guest test scripts
-if [ -d "$PPCOAL_REPO/tests/guest" ]; then
-	cp -a "$PPCOAL_REPO/tests/guest/." "$stage/tests/"
+guest_dir=${PPCOAL_GUEST_DIR:-$PPCOAL_REPO/tests/guest}
+if [ -d "$guest_dir" ]; then
+	cp -a "$guest_dir/." "$stage/tests/"
 fi
 # The counter names the module's table declares, for the guest's checks.
 if [ -x "$PPCOAL_REPO/scripts/ppcoal-doc" ]; then

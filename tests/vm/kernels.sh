@@ -282,13 +282,16 @@ prepare_kdir_deb13() {
 	v=$(kernel_version deb13)
 	abi=$(kernel_abi "$v")
 	ch=$(kernel_chroot deb13)
-	[ -f "$ch/.ppcoal-ready" ] && return 0
+	if [ -f "$ch/.ppcoal-ready" ]; then
+		chroot_extra_pkgs "$ch"
+		return 0
+	fi
 	host_apt_install debootstrap
 	papt_ensure_lists trixie
 	# Runtime dependencies of linux-kbuild (libssl3t64, libelf1t64, ...).
 	deps=$(papt trixie apt-cache depends "linux-kbuild-$abi" 2>/dev/null |
 		sed -n 's/^ *Depends: \([^ <>]*\).*/\1/p' | grep -v '^linux-' | sort -u | paste -sd, -) || true
-	inc="gcc-14,make,libc6-dev,libelf-dev,kmod,xz-utils,pahole,bc${deps:+,$deps}"
+	inc="gcc-14,make,libc6-dev,libelf-dev,kmod,xz-utils,pahole,bc,${PPCOAL_CHROOT_EXTRA// /,}${deps:+,$deps}"
 	tmp=$ch.tmp
 	rm -rf "$tmp"
 	mkdir -p "$(dirname "$ch")"
@@ -303,7 +306,23 @@ prepare_kdir_deb13() {
 	rm -rf "$ch"
 	mv "$tmp" "$ch"
 	rm -f "$tmp.log"
-	touch "$ch/.ppcoal-ready"
+	echo "$PPCOAL_CHROOT_EXTRA" >"$ch/.ppcoal-ready"
+}
+
+# Packages added to the trixie chroot after its first release; an existing
+# chroot gets them through its own apt (the marker records what it has).
+# perl: W=1 builds run scripts/kernel-doc (needs Pod::Usage, not in perl-base).
+PPCOAL_CHROOT_EXTRA="perl"
+chroot_extra_pkgs() {
+	local ch=$1
+	[ "$(cat "$ch/.ppcoal-ready")" = "$PPCOAL_CHROOT_EXTRA" ] && return 0
+	log "adding to $ch: $PPCOAL_CHROOT_EXTRA"
+	printf 'deb %s trixie main\n' "$PPCOAL_MIRROR" >"$ch/etc/apt/sources.list"
+	# shellcheck disable=SC2086 # package list
+	chroot "$ch" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+		sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PPCOAL_CHROOT_EXTRA" >&2
+	rm -f "$ch/var/cache/apt/archives/"*.deb
+	echo "$PPCOAL_CHROOT_EXTRA" >"$ch/.ppcoal-ready"
 }
 
 kernel_prepare() {
