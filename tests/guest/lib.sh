@@ -38,6 +38,7 @@ snap() { cat "$S" >"$1"; }
 delta() { echo $(($(val "$1" "$3") - $(val "$1" "$2"))); }
 # sumd A B NAME...: sum of deltas
 sumd() {
+	local a b s n
 	a=$1 b=$2
 	shift 2
 	s=0
@@ -48,6 +49,7 @@ sumd() {
 # ns NAME: a TcpExt counter of /proc/net/netstat, summed over this netns and
 # peer (MIBs are per network namespace; the receivers run in peer)
 ns() {
+	local n
 	for n in "" peer; do
 		if [ -n "$n" ]; then "$IP" netns exec $n cat /proc/net/netstat; else cat /proc/net/netstat; fi
 	done | awk -v k="$1" '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) n[i] = $i; h = 1; next }
@@ -60,9 +62,10 @@ dmesg_has() { dmesg | grep -qF -- "$1"; }
 # Stock modules: reload virtio_net with its dependencies (ordered lists).
 virtio_unload() { rmmod virtio_net; }
 virtio_load() {
+	local m mn
 	while read -r m; do
-		n=$(basename "$m" .ko)
-		grep -q "^$n " /proc/modules || insmod "$m" || return 1
+		mn=$(basename "$m" .ko)
+		grep -q "^$mn " /proc/modules || insmod "$m" || return 1
 	done </etc/modlist.d/virtio_net
 }
 
@@ -73,6 +76,7 @@ ppcoal_unload() { ! grep -q '^ppcoal ' /proc/modules || rmmod ppcoal; }
 # (198.18.0.2), joined by QEMU's hub; an iperf3 server runs in peer.
 nic_of() { grep -l "$1" /sys/class/net/*/address 2>/dev/null | cut -d/ -f5; }
 net_up() {
+	local e0 e1 i
 	e0=""
 	e1=""
 	i=0
@@ -105,6 +109,7 @@ net_up() {
 # iperf SECONDS [iperf3 client options]: runs a client; prints
 # "sent received" bytes; fails when iperf3 does.
 iperf() {
+	local t
 	t=$1
 	shift
 	timeout $((t + 30)) iperf3 -c $TARGET -t "$t" --connect-timeout 3000 -J "$@" >/tmp/iperf.json 2>&1 || {
@@ -121,6 +126,7 @@ iperf() {
 # xfer MB: send MB of random data to peer over TCP (busybox nc) and compare
 # checksums; proves the data arrives intact, which iperf3 does not check.
 xfer() {
+	local want i
 	want=$(($1 * 1048576))
 	dd if=/dev/urandom of=/tmp/tx bs=1M count="$1" 2>/dev/null
 	rm -f /tmp/rx
@@ -148,7 +154,7 @@ traffic_start() {
 	(
 		while [ ! -e /tmp/stop-traffic ]; do
 			timeout 15 iperf3 -c $TARGET -t 2 --connect-timeout 2000 "$@" >/dev/null 2>&1 ||
-				echo "client failed" >>/tmp/traffic.err
+				[ -e /tmp/stop-traffic ] || echo "client failed" >>/tmp/traffic.err
 		done
 	) &
 	TRAFFIC_PID=$!
@@ -156,6 +162,7 @@ traffic_start() {
 traffic_stop() {
 	[ -n "${TRAFFIC_PID:-}" ] || return 0
 	touch /tmp/stop-traffic
+	pkill -9 -f "iperf3 -c" 2>/dev/null
 	wait "$TRAFFIC_PID" 2>/dev/null
 	TRAFFIC_PID=""
 }
@@ -165,6 +172,7 @@ counter_names() { cat /tests/counters.txt; }
 
 # fixture_up [module parameters]: load the fixture, ppf1 into netns peer.
 fixture_up() {
+	local i
 	insmod /ko/ppcoal_fixture.ko "$@" || return 1
 	"$IP" link set ppf1 netns peer || return 1
 	"$IP" netns exec peer "$IP" addr add $FPEER/24 dev ppf1 || return 1
@@ -183,6 +191,7 @@ fixture_up() {
 
 # fixture_down: unload the fixture; both pools must report drained.
 fixture_down() {
+	local n0 n1
 	TARGET=$PEER
 	grep -q '^ppcoal_fixture ' /proc/modules || return 0
 	n0=$(dmesg | grep -c 'pool drained')

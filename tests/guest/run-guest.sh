@@ -226,16 +226,21 @@ if want virtio-reload; then
 	while [ $n -lt 10 ]; do
 		traffic_start
 		sleep 1
+		echo "  reload #$n: rmmod virtio_net at $(cut -d' ' -f1 /proc/uptime)"
 		virtio_unload || bad "rmmod virtio_net"
+		echo "  reload #$n: stopping traffic at $(cut -d' ' -f1 /proc/uptime)"
 		traffic_stop
+		echo "  reload #$n: traffic stopped at $(cut -d' ' -f1 /proc/uptime)"
 		eq "$(val virtio.state)" "waiting for virtio_net" "state while virtio_net is gone"
 		hooked build_skb && bad "build_skb hooked without virtio_net"
 		eq "$(val coalesce.state)" attached "coalesce unaffected"
 		virtio_load || bad "insmod virtio_net"
 		eq "$(val virtio.state)" attached "reattached when virtio_net came back"
 		net_up || bad "network after reload"
+		echo "  reload #$n: network up at $(cut -d' ' -f1 /proc/uptime)"
 		snap /tmp/a
 		r=$(iperf 1) || bad "traffic after reload"
+		echo "  reload #$n: traffic checked at $(cut -d' ' -f1 /proc/uptime)"
 		snap /tmp/b
 		gt "$(delta virtio.napi_build_skb /tmp/a /tmp/b)" 0 "substitutions after reload #$n"
 		n=$((n + 1))
@@ -518,6 +523,8 @@ if want fixture-drain; then
 fi
 
 # Lockdown can be raised but never lowered: this runs last.
+[ -e /sys/kernel/security/lockdown ] || mount -t securityfs securityfs /sys/kernel/security
+
 if want lockdown; then
 	begin lockdown
 	ppcoal_load mode=observe || bad "insmod"
