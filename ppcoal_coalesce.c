@@ -104,8 +104,9 @@ static int ppc_clone_policy_set(const char *val, const struct kernel_param *kp)
 			return 0;
 		}
 	}
-	pr_err("clone_policy: invalid value \"%.32s\" for this kernel: use "
-	       PPC_CLONE_WORDS "; policy unchanged\n", val);
+	pr_err("clone_policy: invalid value \"%.*s\" for this kernel: use "
+	       PPC_CLONE_WORDS "; policy unchanged\n",
+	       min_t(int, strcspn(val, "\n"), 32), val);
 	return -EINVAL;
 }
 

@@ -65,6 +65,12 @@ enum ppc_mode ppc_mode[PPC_NR_PATHS] = {
 static bool ppc_ready;		/* init done: mode writes act at once */
 static struct dentry *ppc_debugfs;
 
+/* Length of a written value without its trailing newline, for messages. */
+static int ppc_vlen(const char *val)
+{
+	return min_t(int, strcspn(val, "\n"), 32);
+}
+
 static int ppc_parse_mode(const char *val, enum ppc_mode *mode)
 {
 	char word[16];
@@ -119,8 +125,8 @@ static int ppc_param_set_path(const char *val, const struct kernel_param *kp)
 	int ret;
 
 	if (ppc_parse_mode(val, &mode)) {
-		pr_err("%s: invalid mode \"%.32s\": use off, observe or on; mode unchanged\n",
-		       ppc_path_name(path), val);
+		pr_err("%s: invalid mode \"%.*s\": use off, observe or on; mode unchanged\n",
+		       ppc_path_name(path), ppc_vlen(val), val);
 		return -EINVAL;
 	}
 	mutex_lock(&ppc_lock);
@@ -159,8 +165,8 @@ static int ppc_param_set_master(const char *val, const struct kernel_param *kp)
 	int p;
 
 	if (ppc_parse_mode(val, &mode)) {
-		pr_err("mode: invalid mode \"%.32s\": use off, observe or on; modes unchanged\n",
-		       val);
+		pr_err("mode: invalid mode \"%.*s\": use off, observe or on; modes unchanged\n",
+		       ppc_vlen(val), val);
 		return -EINVAL;
 	}
 	mutex_lock(&ppc_lock);
@@ -195,7 +201,8 @@ static int ppc_param_set_reset(const char *val, const struct kernel_param *kp)
 	int cpu;
 
 	if (kstrtobool(val, &doit)) {
-		pr_err("reset_stats: invalid value \"%.32s\": write 1\n", val);
+		pr_err("reset_stats: invalid value \"%.*s\": write 1\n",
+		       ppc_vlen(val), val);
 		return -EINVAL;
 	}
 	if (!doit)

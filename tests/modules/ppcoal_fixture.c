@@ -260,19 +260,24 @@ struct ppf_count {
 static void ppf_count_pool(struct page_pool *pool, struct ppf_count *c)
 {
 	struct ptr_ring *r = &pool->ring;
-	int i;
 
 	c->hold = READ_ONCE(pool->pages_state_hold_cnt);
 	c->release = atomic_read(&pool->pages_state_release_cnt);
 	c->cached = READ_ONCE(pool->alloc.count);
 	c->frag = READ_ONCE(pool->frag_page) ? 1 : 0;
 	c->ring = 0;
-	/* ptr_ring lock order: consumer, then producer */
+	/*
+	 * ptr_ring holds its entries from consumer_head up to producer;
+	 * consumed slots behind consumer_head are zeroed lazily, so counting
+	 * non-NULL slots would be wrong. Lock order: consumer, then producer.
+	 */
 	spin_lock_bh(&r->consumer_lock);
 	spin_lock(&r->producer_lock);
-	for (i = 0; i < r->size; i++)
-		if (r->queue[i])
-			c->ring++;
+	if (r->size) {
+		c->ring = (r->producer - r->consumer_head + r->size) % r->size;
+		if (!c->ring && r->queue[r->consumer_head])
+			c->ring = r->size;
+	}
 	spin_unlock(&r->producer_lock);
 	spin_unlock_bh(&r->consumer_lock);
 	/* hold/release are u32 counters that may wrap: compare as s32 */
@@ -335,14 +340,14 @@ free:
 	return ERR_PTR(err);
 }
 
-/* Wait up to 10 s for the pool's pages to come back, then record it. */
+/* Wait up to 20 s for the pool's pages to come back, then record it. */
 static void ppf_drain_report(const char *name, struct page_pool *pool)
 {
 	struct ppf_count c;
 	size_t n = strlen(ppf_report);
 	int ms;
 
-	for (ms = 0; ms < 10000; ms += 20) {
+	for (ms = 0; ms < 20000; ms += 20) {
 		ppf_count_pool(pool, &c);
 		if (c.inflight <= 0)
 			break;
@@ -357,7 +362,7 @@ static void ppf_drain_report(const char *name, struct page_pool *pool)
 			  "%s drained hold %ld release %ld\n", name, c.hold,
 			  c.release);
 	} else {
-		pr_err("%s: pool LEAK: %ld pages in flight after 10 s (hold %ld release %ld cached %ld ring %ld)\n",
+		pr_err("%s: pool LEAK: %ld pages in flight after 20 s (hold %ld release %ld cached %ld ring %ld)\n",
 		       name, c.inflight, c.hold, c.release, c.cached, c.ring);
 		scnprintf(ppf_report + n, sizeof(ppf_report) - n,
 			  "%s LEAK inflight %ld\n", name, c.inflight);
