@@ -449,19 +449,26 @@ if want coalesce-on; then
 			set -- $cfg
 			FIXCFG="frag_pool=$1"
 			fixture_up frag_pool=$1 linear=0 || bad "fixture_up $cfg"
+			# Whole-run success rates swing with TCG scheduling (see the
+			# METRIC lines and the benchmark); what must hold every time
+			# is the decision for cloned page-pool skbs themselves.
 			tap_run observe legacy 256
-			base=$RATE
-			eq "$(delta coalesce.clone_moved /tmp/a /tmp/b)" 0 "observe never coalesces a clone"
+			gt "$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)" 0 "observe: the tap makes clones"
+			eq "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" \
+				"$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)" "observe refuses every clone (stock 6.1)"
+			eq "$(sumd /tmp/a /tmp/b coalesce.clone_moved coalesce.clone_copied)" 0 "observe never coalesces a clone"
 			tap_run on $2 256
+			eq "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" 0 "on: no stock clone refusal"
 			case "$cfg" in
 			"0 detach")
-				gt "$RATE" "$base" "on/detach: success rate above observe"
+				gt "$(sumd /tmp/a /tmp/b coalesce.clone_moved coalesce.clone_copied)" 0 "on/detach: clones coalesce"
 				gt "$(delta coalesce.clone_detached /tmp/a /tmp/b)" 0 "pages detached" ;;
 			"0 refuse")
 				gt "$(delta coalesce.refused_clone_policy /tmp/a /tmp/b)" 0 "refuse policy refuses"
+				eq "$(delta coalesce.clone_moved /tmp/a /tmp/b)" 0 "refuse moves no clone frags"
 				eq "$(delta coalesce.clone_detached /tmp/a /tmp/b)" 0 "refuse never detaches" ;;
 			"1 detach")
-				gt "$RATE" "$base" "on/FRAG pool: success rate above observe"
+				gt "$(delta coalesce.clone_moved /tmp/a /tmp/b)" 0 "on/FRAG pool: clones coalesce"
 				gt "$(delta coalesce.clone_frag_refs /tmp/a /tmp/b)" 0 "pp_frag_count references"
 				eq "$(delta coalesce.clone_detached /tmp/a /tmp/b)" 0 "FRAG pool pages stay in the pool" ;;
 			esac
@@ -478,11 +485,12 @@ if want coalesce-on; then
 		FIXCFG="frag_pool=0"
 		fixture_up frag_pool=0 linear=0 || bad "fixture_up"
 		tap_run on legacy 256
-		legacy=$RATE
-		gt "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" 0 "legacy refuses clones"
+		gt "$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)" 0 "the tap makes clones"
+		eq "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" \
+			"$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)" "legacy refuses every clone"
 		tap_run on upstream 256
 		eq "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" 0 "upstream never refuses clones"
-		gt "$RATE" "$legacy" "upstream success rate above legacy"
+		gt "$(delta coalesce.pp_frag_refs /tmp/a /tmp/b)" 0 "upstream takes pp_ref_count references"
 		echo observe >$P/coalesce
 		fixture_down || bad "pools did not drain"
 	fi
@@ -525,7 +533,7 @@ if want fixture-drain; then
 	tail -n 2 /tmp/teardown 2>/dev/null
 	! dmesg | grep -q 'pool LEAK' || bad "$(dmesg | grep 'pool LEAK' | tail -n 1)"
 	dmesg | tail -n 5 | grep -q 'pool drained' || bad "no drain report"
-	net_up || bad "virtio network back"
+	"$IP" netns exec peer iperf3 -s -D -B $PEER >/dev/null 2>&1 || bad "virtio iperf3 server back"
 	end
 	cleanup
 fi
