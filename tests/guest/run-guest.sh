@@ -5,6 +5,7 @@
 . /tests/lib.sh
 
 grep -q "ppcoal.demo=1" /proc/cmdline && exec /tests/demo.sh
+grep -q "ppcoal.bench=virtio" /proc/cmdline && exec /tests/bench-virtio.sh
 
 # TCP defers freeing received skbs to the CPU that allocated them
 # (skb_attempt_defer_free); up to skb_defer_max/2 of them wait there for

@@ -64,8 +64,10 @@ copy_bin "$(command -v ip || echo /bin/ip)" /usr/lib/iproute2/ip
 printf '#!/bin/sh\nexec /usr/lib/iproute2/ip "$@"\n' >"$stage/sbin/ipr"
 chmod 755 "$stage/sbin/ipr"
 copy_bin "$(command -v iperf3)" /usr/bin/iperf3
-# The AF_PACKET tap (tests/tools/pptap.c), static so it needs no libraries.
-gcc -O2 -Wall -Wextra -static -o "$stage/usr/bin/pptap" "$PPCOAL_REPO/tests/tools/pptap.c"
+# Test tools (tests/tools/*.c), static so they need no libraries.
+for t in "$PPCOAL_REPO"/tests/tools/*.c; do
+	gcc -O2 -Wall -Wextra -static -o "$stage/usr/bin/$(basename "$t" .c)" "$t"
+done
 for b in ${PPCOAL_GUEST_BINS:-}; do
 	copy_bin "$(command -v "$b")" "/usr/bin/$(basename "$b")"
 done

@@ -1,0 +1,39 @@
+#!/bin/sh
+# virtio path benchmark (not a test): off / observe / on interleaved, with the
+# other paths off, over the two hub-joined virtio NICs.
+#   UDP: udpflood of 18-byte datagrams to a port nobody listens on (the 2021
+#        page_to_skb measurement); rx packets/s counted at the receiving NIC.
+#   TCP: iperf3, default message size, Mbit/s at the receiver.
+# Prints "BENCH kind mode rep value" lines and a summary with medians.
+. /tests/lib.sh
+reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
+reps=${reps:-5}
+secs=3
+echo 0 >/proc/sys/net/core/skb_defer_max
+insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod"; exit 0; }
+net_up || { echo "BENCH-ERROR net"; exit 0; }
+e1=$("$IP" netns exec peer "$IP" -o link show | awk -F': ' '$2 != "lo" { print $2 }' | head -n 1)
+rxp() { "$IP" netns exec peer cat /proc/net/dev | awk -v d="$e1:" '$1 == d { print $3 }'; }
+r=0
+while [ $r -lt "$reps" ]; do
+	# rotate the order each repetition so no mode always goes first
+	case $((r % 3)) in
+	0) order="off observe on" ;;
+	1) order="observe on off" ;;
+	*) order="on off observe" ;;
+	esac
+	for m in $order; do
+		echo $m >$P/virtio
+		a=$(rxp)
+		udpflood $PEER 9 $secs >/dev/null
+		sleep 0.2
+		b=$(rxp)
+		echo "BENCH udp_pps $m $r $(((b - a) / secs))"
+		iperf $secs >/dev/null || echo "BENCH-ERROR iperf3"
+		mbps=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { gsub(/[^0-9.]/, "", $2); print int($2 / 1e6); exit }' /tmp/iperf.json)
+		echo "BENCH tcp_mbps $m $r $mbps"
+	done
+	r=$((r + 1))
+done
+echo off >$P/virtio
+echo BENCH-DONE

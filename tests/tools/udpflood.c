@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * udpflood: send small UDP datagrams to ADDR:PORT as fast as one thread
+ * can for SECONDS, as the 2021 page_to_skb measurement did (to a port
+ * nobody listens on: the receiver counts and drops).
+ *
+ *   udpflood ADDR PORT SECONDS [PAYLOAD_BYTES]
+ *
+ * Prints "udpflood: sent N datagrams".
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	static char buf[1500];
+	unsigned long long sent = 0;
+	size_t len = 18;
+	time_t end;
+	int fd;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s ADDR PORT SECONDS [PAYLOAD_BYTES]\n", argv[0]);
+		return 2;
+	}
+	if (argc > 4)
+		len = strtoul(argv[4], NULL, 0);
+	if (len > sizeof(buf))
+		len = sizeof(buf);
+	if (inet_pton(AF_INET, argv[1], &to.sin_addr) != 1) {
+		fprintf(stderr, "udpflood: bad address %s\n", argv[1]);
+		return 2;
+	}
+	to.sin_port = htons(atoi(argv[2]));
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
+		perror("udpflood: socket");
+		return 1;
+	}
+	end = time(NULL) + atoi(argv[3]);
+	while (time(NULL) < end) {
+		int i;
+
+		for (i = 0; i < 256; i++)
+			if (send(fd, buf, len, 0) >= 0)
+				sent++;
+	}
+	printf("udpflood: sent %llu datagrams\n", sent);
+	return 0;
+}
