@@ -68,6 +68,8 @@ copy_bin "$(command -v iperf3)" /usr/bin/iperf3
 for t in "$PPCOAL_REPO"/tests/tools/*.c; do
 	gcc -O2 -Wall -Wextra -static -o "$stage/usr/bin/$(basename "$t" .c)" "$t"
 done
+# User tools that run on the target (POSIX sh)
+install -m 755 "$PPCOAL_REPO/scripts/ppcoal-stat" "$stage/usr/bin/ppcoal-stat"
 for b in ${PPCOAL_GUEST_BINS:-}; do
 	copy_bin "$(command -v "$b")" "/usr/bin/$(basename "$b")"
 done
