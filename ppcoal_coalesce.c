@@ -161,7 +161,7 @@ static int ppc_clone_take_refs(struct skb_shared_info *sh,
 {
 	struct page *head;
 	unsigned long magic;
-	int i, j;
+	int i, j, why;
 
 	for (i = 0; i < sh->nr_frags; i++) {
 		head = compound_head(skb_frag_page(&sh->frags[i]));
@@ -201,19 +201,18 @@ static int ppc_clone_take_refs(struct skb_shared_info *sh,
 	return 0;
 
 refuse_bias:
-	for (j = 0; j < i; j++) {
-		head = compound_head(skb_frag_page(&sh->frags[j]));
-		if (ppc_page_is_pp(head) && ppc_pool_is_frag(head))
-			atomic_long_dec(&head->pp_frag_count);
-	}
-	return PPC_C_CO_R_FRAG_BIAS;
+	why = PPC_C_CO_R_FRAG_BIAS;
+	goto undo;
 refuse_policy:
+	why = PPC_C_CO_R_CLONE_POLICY;
+undo:
+	/* drop the FRAG-pool references of frags 0 .. i-1 */
 	for (j = 0; j < i; j++) {
 		head = compound_head(skb_frag_page(&sh->frags[j]));
 		if (ppc_page_is_pp(head) && ppc_pool_is_frag(head))
 			atomic_long_dec(&head->pp_frag_count);
 	}
-	return PPC_C_CO_R_CLONE_POLICY;
+	return why;
 }
 #endif
 
