@@ -6,6 +6,7 @@
 
 grep -q "ppcoal.demo=1" /proc/cmdline && exec /tests/demo.sh
 grep -q "ppcoal.bench=virtio" /proc/cmdline && exec /tests/bench-virtio.sh
+grep -q "ppcoal.bench=coalesce" /proc/cmdline && exec /tests/bench-coalesce.sh
 
 # TCP defers freeing received skbs to the CPU that allocated them
 # (skb_attempt_defer_free); up to skb_defer_max/2 of them wait there for
@@ -499,6 +500,92 @@ if want coalesce-on; then
 		bad "6.1 accepted clone_policy=upstream"
 	printf 'bogus' >$P/clone_policy 2>/dev/null && bad "clone_policy accepted bogus"
 	dmesg_has 'clone_policy: invalid value "bogus"' || bad "no dmesg line for a bad clone_policy"
+	end
+	cleanup
+fi
+
+# In-kernel page ownership checks (tests/modules/ppcoal_selftest.c): clone,
+# coalesce through the hooked skb_try_coalesce, free in every order and
+# racing on two CPUs; zero pages outside the pool after each round.
+# selftest_run PPCOAL_ARGS EXPECT
+selftest_run() {
+	ppcoal_load $1 || { bad "insmod ppcoal $1"; return; }
+	n0=$(dmesg | grep -c 'selftest done')
+	insmod /ko/ppcoal_selftest.ko expect_coalesce=$2 || bad "insmod selftest ($1)"
+	dmesg | grep 'ppcoal_selftest: \(ok\|not ok\|1\.\.\)' | tail -n 30 | sed 's/^\[[^]]*\] /  /' >/tmp/st.out
+	grep 'not ok' /tmp/st.out
+	res=$(dmesg | grep 'selftest done' | tail -n 1)
+	[ "$(dmesg | grep -c 'selftest done')" -gt "$n0" ] || bad "$1: selftest did not finish"
+	case "$res" in
+	*" 0 failed") echo "  $1: ${res#*done: }" ;;
+	*) bad "$1: ${res#*done: }" ;;
+	esac
+	rmmod ppcoal_selftest
+	rmmod ppcoal
+}
+
+if want selftest; then
+	begin selftest
+	ppcoal_load && fam=$(val recycle_target) && rmmod ppcoal
+	if [ "$fam" = page_pool_return_skb_page ]; then
+		selftest_run "coalesce=on clone_policy=detach" 1
+		selftest_run "coalesce=on clone_policy=legacy" 0
+		selftest_run "coalesce=observe" 0
+	else
+		selftest_run "coalesce=on clone_policy=upstream" 1
+		selftest_run "coalesce=on clone_policy=legacy" 0
+		selftest_run "coalesce=observe" 1
+	fi
+	end
+	cleanup
+fi
+
+# Soak: mixed TCP/UDP over the fixture with the tap cloning, coalesce mode
+# and clone policy flipping every second; half the time per pool kind.
+# Length: ppcoal.soak=SECONDS (default 120). No WARN (host scan), pools drain.
+if want soak; then
+	begin soak
+	soak=$(sed -n 's/.*ppcoal\.soak=\([0-9]*\).*/\1/p' /proc/cmdline)
+	soak=${soak:-120}
+	ppcoal_load mode=on || bad "insmod ppcoal"
+	ppcoal_load_fam=$(val recycle_target)
+	if [ "$ppcoal_load_fam" = page_pool_return_skb_page ]; then
+		policies="detach refuse legacy"
+	else
+		policies="upstream legacy"
+	fi
+	snap /tmp/soak0
+	for fp in 0 1; do
+		fixture_up frag_pool=$fp linear=0 || bad "fixture_up frag_pool=$fp"
+		"$IP" netns exec peer pptap ppf1 >/tmp/pptap.out 2>&1 &
+		tp=$!
+		pgrep -f "iperf3 -s -D -B $FPEER -p 5202" >/dev/null ||
+			"$IP" netns exec peer iperf3 -s -D -B $FPEER -p 5202 >/dev/null 2>&1
+		traffic_start -l 256
+		(while [ ! -e /tmp/stop-traffic ]; do
+			timeout 10 iperf3 -c $FPEER -u -b 5M -l 512 -t 2 -p 5202 >/dev/null 2>&1
+		done) &
+		udp=$!
+		t=0
+		while [ $t -lt $((soak / 2)) ]; do
+			m=$(echo "on observe off" | cut -d' ' -f$((t % 3 + 1)))
+			n=$(echo $policies | wc -w)
+			pol=$(echo $policies | cut -d' ' -f$((t % n + 1)))
+			echo $m >$P/coalesce || bad "coalesce=$m"
+			echo $pol >$P/clone_policy || bad "clone_policy=$pol"
+			sleep 1
+			t=$((t + 1))
+		done
+		traffic_stop
+		wait $udp
+		kill $tp
+		wait $tp
+		fixture_down || bad "frag_pool=$fp: pools did not drain after the soak"
+	done
+	snap /tmp/soak1
+	echo "  soak ${soak}s: coalesce calls $(delta coalesce.calls /tmp/soak0 /tmp/soak1), clones coalesced $(sumd /tmp/soak0 /tmp/soak1 coalesce.clone_moved coalesce.clone_copied coalesce.pp_frag_refs), detached $(delta coalesce.clone_detached /tmp/soak0 /tmp/soak1)"
+	gt "$(delta coalesce.pp_cloned_from /tmp/soak0 /tmp/soak1)" 0 "the soak saw cloned page-pool skbs"
+	check_sums /tmp/soak0 /tmp/soak1
 	end
 	cleanup
 fi

@@ -31,7 +31,6 @@
 #include <linux/etherdevice.h>
 #include <linux/module.h>
 #include <linux/netdevice.h>
-#include <linux/ptr_ring.h>
 #include <linux/rtnetlink.h>
 #include <linux/seq_file.h>
 #include <linux/skbuff.h>
@@ -42,6 +41,7 @@
 #else
 #include <net/page_pool.h>
 #endif
+#include "ppf_pool_count.h"
 
 #define PPF_BUF 2048		/* buffer size in frag mode */
 #define PPF_RXQ_MAX 1024	/* frames waiting for the receiving poll */
@@ -251,39 +251,6 @@ static const struct net_device_ops ppf_ops = {
 	.ndo_get_stats64 = ppf_get_stats64,
 	.ndo_set_mac_address = eth_mac_addr,
 };
-
-/* Pages of the pool by where they are. Test-only: reads pool internals. */
-struct ppf_count {
-	long hold, release, cached, ring, frag, inflight;
-};
-
-static void ppf_count_pool(struct page_pool *pool, struct ppf_count *c)
-{
-	struct ptr_ring *r = &pool->ring;
-
-	c->hold = READ_ONCE(pool->pages_state_hold_cnt);
-	c->release = atomic_read(&pool->pages_state_release_cnt);
-	c->cached = READ_ONCE(pool->alloc.count);
-	c->frag = READ_ONCE(pool->frag_page) ? 1 : 0;
-	c->ring = 0;
-	/*
-	 * ptr_ring holds its entries from consumer_head up to producer;
-	 * consumed slots behind consumer_head are zeroed lazily, so counting
-	 * non-NULL slots would be wrong. Lock order: consumer, then producer.
-	 */
-	spin_lock_bh(&r->consumer_lock);
-	spin_lock(&r->producer_lock);
-	if (r->size) {
-		c->ring = (r->producer - r->consumer_head + r->size) % r->size;
-		if (!c->ring && r->queue[r->consumer_head])
-			c->ring = r->size;
-	}
-	spin_unlock(&r->producer_lock);
-	spin_unlock_bh(&r->consumer_lock);
-	/* hold/release are u32 counters that may wrap: compare as s32 */
-	c->inflight = (s32)((u32)c->hold - (u32)c->release) -
-		      c->cached - c->ring - c->frag;
-}
 
 static void ppf_setup(struct net_device *dev)
 {

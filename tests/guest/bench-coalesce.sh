@@ -1,0 +1,56 @@
+#!/bin/sh
+# coalesce path benchmark (not a test): fixture pair (frag-only skbs, one
+# buffer per page, as Debian 6.1 amd64 drivers), a packet tap cloning every
+# received skb, TCP at several message sizes; coalesce off / observe / on in
+# rotating order, plus observe without the tap (the ceiling).
+# Prints "BENCH kind mode rep value": tcp_mbps_LEN, okpm_LEN (coalesce
+# successes per mille of calls), rcvpm_LEN (TCPRcvCoalesce per mille InSegs).
+. /tests/lib.sh
+reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
+reps=${reps:-3}
+sizes=$(sed -n 's/.*ppcoal\.sizes=\([0-9,]*\).*/\1/p' /proc/cmdline | tr , ' ')
+sizes=${sizes:-128 256 512 1024 2048 4096}
+secs=3
+echo 0 >/proc/sys/net/core/skb_defer_max
+insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod"; exit 0; }
+net_up >/dev/null 2>&1
+fixture_up frag_pool=0 linear=0 || { echo "BENCH-ERROR fixture"; exit 0; }
+one() { # one MODE LEN REP TAP
+	if [ "$4" = 1 ]; then
+		"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
+		tp=$!
+		sleep 0.2
+	fi
+	snap /tmp/a
+	s0=$(tcp_insegs)
+	c0=$(ns TCPRcvCoalesce)
+	iperf $secs -l "$2" >/dev/null || echo "BENCH-ERROR iperf3"
+	c1=$(ns TCPRcvCoalesce)
+	s1=$(tcp_insegs)
+	snap /tmp/b
+	[ "$4" = 1 ] && { kill $tp; wait $tp; }
+	mbps=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { gsub(/[^0-9.]/, "", $2); print int($2 / 1e6); exit }' /tmp/iperf.json)
+	calls=$(delta coalesce.calls /tmp/a /tmp/b)
+	ok=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
+	echo "BENCH tcp_mbps_$2 $1 $3 $mbps"
+	[ "$1" = off ] || echo "BENCH okpm_$2 $1 $3 $((calls ? ok * 1000 / calls : 0))"
+	echo "BENCH rcvpm_$2 $1 $3 $(((s1 - s0) ? (c1 - c0) * 1000 / (s1 - s0) : 0))"
+}
+for len in $sizes; do
+	r=0
+	while [ $r -lt "$reps" ]; do
+		case $((r % 3)) in
+		0) order="off observe on" ;;
+		1) order="observe on off" ;;
+		*) order="on off observe" ;;
+		esac
+		for m in $order; do
+			echo $m >$P/coalesce
+			one $m "$len" $r 1
+		done
+		echo observe >$P/coalesce
+		one notap "$len" $r 0
+		r=$((r + 1))
+	done
+done
+echo BENCH-DONE
