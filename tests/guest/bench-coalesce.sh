@@ -29,7 +29,7 @@ one() { # one MODE LEN REP TAP
 	s1=$(tcp_insegs)
 	snap /tmp/b
 	[ "$4" = 1 ] && { kill $tp; wait $tp; }
-	mbps=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { gsub(/[^0-9.]/, "", $2); print int($2 / 1e6); exit }' /tmp/iperf.json)
+	mbps=$(iperf_mbps)
 	calls=$(delta coalesce.calls /tmp/a /tmp/b)
 	ok=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
 	echo "BENCH tcp_mbps_$2 $1 $3 $mbps"
@@ -39,12 +39,7 @@ one() { # one MODE LEN REP TAP
 for len in $sizes; do
 	r=0
 	while [ $r -lt "$reps" ]; do
-		case $((r % 3)) in
-		0) order="off observe on" ;;
-		1) order="observe on off" ;;
-		*) order="on off observe" ;;
-		esac
-		for m in $order; do
+		for m in $(mode_order $r); do
 			echo $m >$P/coalesce
 			one $m "$len" $r 1
 		done

@@ -16,13 +16,7 @@ e1=$("$IP" netns exec peer "$IP" -o link show | awk -F': ' '$2 != "lo" { print $
 rxp() { "$IP" netns exec peer cat /proc/net/dev | awk -v d="$e1:" '$1 == d { print $3 }'; }
 r=0
 while [ $r -lt "$reps" ]; do
-	# rotate the order each repetition so no mode always goes first
-	case $((r % 3)) in
-	0) order="off observe on" ;;
-	1) order="observe on off" ;;
-	*) order="on off observe" ;;
-	esac
-	for m in $order; do
+	for m in $(mode_order $r); do
 		echo $m >$P/virtio
 		a=$(rxp)
 		udpflood $PEER 9 $secs >/dev/null
@@ -30,7 +24,7 @@ while [ $r -lt "$reps" ]; do
 		b=$(rxp)
 		echo "BENCH udp_pps $m $r $(((b - a) / secs))"
 		iperf $secs >/dev/null || echo "BENCH-ERROR iperf3"
-		mbps=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { gsub(/[^0-9.]/, "", $2); print int($2 / 1e6); exit }' /tmp/iperf.json)
+		mbps=$(iperf_mbps)
 		echo "BENCH tcp_mbps $m $r $mbps"
 	done
 	r=$((r + 1))

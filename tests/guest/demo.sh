@@ -14,7 +14,7 @@ for len in 256 1024; do
 		iperf 3 -l $len >/dev/null || echo "iperf3 failed"
 		c1=$(ns TCPRcvCoalesce)
 		snap /tmp/b
-		bps=$(awk '/"sum_received"/ { r = 1 } r && /"bits_per_second"/ { gsub(/[^0-9.]/, "", $2); print int($2 / 1e6); exit }' /tmp/iperf.json)
+		bps=$(iperf_mbps)
 		ok=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
 		printf '%-8s %6s %12s %14s %14s %12s\n' $m $len "$bps" \
 			"$ok/$(delta coalesce.calls /tmp/a /tmp/b)" $((c1 - c0)) \

@@ -123,6 +123,21 @@ iperf() {
 		END { print sent + 0, rcvd + 0 }' /tmp/iperf.json
 }
 
+# iperf_mbps: receiver Mbit/s of the last iperf() run
+iperf_mbps() {
+	awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { gsub(/[^0-9.]/, "", $2); print int($2 / 1e6); exit }' /tmp/iperf.json
+}
+
+# mode_order REP: off, observe and on in an order that rotates with REP, so
+# that no mode always runs first in an interleaved benchmark
+mode_order() {
+	case $(($1 % 3)) in
+	0) echo "off observe on" ;;
+	1) echo "observe on off" ;;
+	*) echo "on off observe" ;;
+	esac
+}
+
 # xfer MB: send MB of random data to peer over TCP (busybox nc) and compare
 # checksums; proves the data arrives intact, which iperf3 does not check.
 xfer() {
