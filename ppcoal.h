@@ -7,9 +7,11 @@
 #define _PPCOAL_H
 
 #include <linux/ftrace.h>
+#include <linux/kprobes.h>
 #include <linux/percpu.h>
 #include <linux/skbuff.h>
 #include <linux/mm_types.h>
+#include <linux/seq_file.h>
 
 #include "ppcoal_compat.h"
 
@@ -40,9 +42,19 @@ enum ppc_counter {
 enum ppc_hook_id {
 #define PPC_HOOK(id, ...) \
 	PPC_HOOK_##id,
+#define PPC_RETPROBE(id, ...) \
+	PPC_HOOK_##id,
 #include "ppcoal_tables.h"
+#undef PPC_RETPROBE
 #undef PPC_HOOK
 	PPC_NR_HOOKS
+};
+
+/* When a hook is live (the arm column of PPC_HOOK and PPC_RETPROBE). */
+enum ppc_arm {
+	PPC_ARM_PATH,		/* while its path is observe or on */
+	PPC_ARM_ON,		/* while its path is on */
+	PPC_ARM_LEARN,		/* on demand, while pool owners are learned */
 };
 
 struct ppc_pcpu_stats {
@@ -74,6 +86,14 @@ bool ppc_recycle_put(netmem_ref netmem);
 #else
 bool ppc_recycle_put(struct page *page);
 #endif
+void ppc_owner_pool_destroy_cb(unsigned long ip, unsigned long parent_ip,
+			       struct ftrace_ops *op, struct ftrace_regs *fregs);
+void ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
+			   struct ftrace_ops *op, struct ftrace_regs *fregs);
+void ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
+			struct ftrace_ops *op, struct ftrace_regs *fregs);
+int ppc_owner_poll_enter(struct kretprobe_instance *ri, struct pt_regs *regs);
+int ppc_owner_poll_exit(struct kretprobe_instance *ri, struct pt_regs *regs);
 void ppc_virtio_page_to_skb_cb(unsigned long ip, unsigned long parent_ip,
 			       struct ftrace_ops *op, struct ftrace_regs *fregs);
 void ppc_virtio_build_skb_cb(unsigned long ip, unsigned long parent_ip,
@@ -85,6 +105,12 @@ void ppc_virtio_rx_frag_cb(unsigned long ip, unsigned long parent_ip,
 
 const char *ppc_clone_policy_name(void);
 
+/* NAPI ownership of page pools (ppcoal_recycle.c) */
+void ppc_owner_reset(void);
+void ppc_owner_stop(void);
+void ppc_owner_show(struct seq_file *m);
+void ppc_owner_exit(void);
+
 /* virtio_net caller ranges (ppcoal_virtio_hook.c) */
 int ppc_virtio_resolve(void);
 void ppc_virtio_forget(void);
@@ -93,6 +119,9 @@ void ppc_virtio_forget(void);
 int ppc_resolve_symbol(const char *module, const char *symbol,
 		       unsigned long *addr, unsigned long *size);
 int ppc_path_attach(enum ppc_path path, bool coming);
+int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live);
+bool ppc_path_armed(enum ppc_path path, enum ppc_arm arm);
+int ppc_path_set_on(enum ppc_path path, bool on);
 void ppc_path_detach(enum ppc_path path);
 bool ppc_path_attached(enum ppc_path path);
 const char *ppc_path_state(enum ppc_path path, char *buf, size_t len);

@@ -38,6 +38,19 @@
 #define ppc_fregs_set_ip(fregs, ip) ftrace_instruction_pointer_set(fregs, ip)
 #endif
 
+/* First argument of a traced function, in an ftrace callback. */
+#ifdef PPC_HAVE_FREGS_GET_ARGUMENT
+#define ppc_fregs_arg0(fregs) ftrace_regs_get_argument(fregs, 0)
+#else
+#define ppc_fregs_arg0(fregs) regs_get_kernel_argument(&(fregs)->regs, 0)
+#endif
+
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+#define PPC_RECYCLE_ON_MEANS "optimised: pools without page_pool_params.napi recycle directly inside their owner NAPI's poll (pools with it: upstream)"
+#else
+#define PPC_RECYCLE_ON_MEANS "optimised: pages freed inside their pool's owner NAPI poll go to the lockless cache"
+#endif
+
 #ifdef PPC_HAVE_PAGE_POOL_HELPERS_H
 #include <net/page_pool/helpers.h>
 #else

@@ -56,11 +56,33 @@ PPC_COUNTER(RC_CALLS, recycle, calls,
 PPC_COUNTER(RC_NOT_PP, recycle, not_pp,
 	    "page is not a page-pool page: the caller frees it normally")
 PPC_COUNTER(RC_RING, recycle, ring,
-	    "page put back with allow_direct=false (6.1: always the ptr_ring)")
+	    "page put back through the ptr_ring (allow_direct=false, no NAPI-local rule)")
 PPC_COUNTER(RC_DIRECT, recycle, direct,
-	    "page put back with allow_direct=true by ppcoal (lockless cache)")
+	    "page put back directly by ppcoal, inside its pool's owner NAPI poll")
 PPC_COUNTER(RC_UPSTREAM_DIRECT, recycle, upstream_direct,
-	    "of ring: the kernel's own NAPI-local rule recycles it directly (6.12)")
+	    "page put back directly by the kernel's own NAPI-local rule (6.12, pp .napi)")
+PPC_COUNTER(RC_DENY_NOT_SOFTIRQ, recycle, deny_not_softirq,
+	    "on: of ring, not direct: the free ran outside softirq (process context, hardirq)")
+PPC_COUNTER(RC_DENY_UNKNOWN, recycle, deny_owner_unknown,
+	    "on: of ring, not direct because the pool's owner NAPI is not known (yet)")
+PPC_COUNTER(RC_DENY_ELSEWHERE, recycle, deny_owner_elsewhere,
+	    "on: of ring, not direct because this CPU is not polling the pool owner NAPI now")
+PPC_COUNTER(RC_DENY_SHARED, recycle, deny_pool_shared,
+	    "on: of ring, not direct because the pool allocates from more than one NAPI")
+PPC_COUNTER(RC_POLLS, recycle, napi_polls,
+	    "on: NAPI polls seen by the tracker (__napi_poll entries)")
+PPC_COUNTER(RC_LEARNED, recycle, owners_learned,
+	    "on: pool owners learned (a pool allocated inside a NAPI poll)")
+PPC_COUNTER(RC_SHARED, recycle, pools_shared,
+	    "on: pools seen allocating from a second NAPI, never recycled directly again")
+PPC_COUNTER(RC_FORGOT_DESTROY, recycle, owners_forgotten_destroy,
+	    "on: owner entries dropped because page_pool_destroy ran")
+PPC_COUNTER(RC_FORGOT_NAPI, recycle, owners_forgotten_napi_del,
+	    "on: owner entries dropped because their NAPI was deleted")
+PPC_COUNTER(RC_TABLE_FULL, recycle, owner_table_full,
+	    "on: a pool could not be tracked, its table bucket was full (it stays on the ring)")
+PPC_COUNTER(RC_LEARN_ARMS, recycle, learn_armed,
+	    "on: times the allocation probe was armed to learn unknown owners")
 PPC_COUNTER(VI_PTSKB_CALLS, virtio, page_to_skb_calls,
 	    "virtio_net page_to_skb calls")
 PPC_COUNTER(VI_PTSKB_BUILD, virtio, page_to_skb_build,

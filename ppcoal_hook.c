@@ -26,20 +26,31 @@ struct ppc_hook {
 	const char *module;
 	const char *symbol;
 	enum ppc_path path;
+	enum ppc_arm arm;
 	void *replacement;
 	ftrace_func_t callback;
 	bool ipmodify;
+	bool retprobe;		/* a kretprobe (krp), not an ftrace_ops */
 	unsigned long addr;
 	bool attached;
 	struct ftrace_ops ops;
+	struct kretprobe krp;
 };
 
 static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
-#define PPC_HOOK(id, p, mod, sym, repl, cb, ipmod) \
+#define PPC_HOOK(id, p, a, mod, sym, repl, cb, ipmod) \
 	[PPC_HOOK_##id] = { .module = mod, .symbol = sym, \
-			    .path = PPC_PATH_##p, .replacement = repl, \
-			    .callback = cb, .ipmodify = ipmod },
+			    .path = PPC_PATH_##p, .arm = PPC_ARM_##a, \
+			    .replacement = repl, .callback = cb, \
+			    .ipmodify = ipmod },
+#define PPC_RETPROBE(id, p, a, sym, enter, ret) \
+	[PPC_HOOK_##id] = { .symbol = sym, .path = PPC_PATH_##p, \
+			    .arm = PPC_ARM_##a, .retprobe = true, \
+			    .krp = { .entry_handler = enter, \
+				     .handler = ret, \
+				     .data_size = sizeof(unsigned long) } },
 #include "ppcoal_tables.h"
+#undef PPC_RETPROBE
 #undef PPC_HOOK
 };
 
@@ -56,6 +67,16 @@ static struct ppc_hook *ppc_next_hook(enum ppc_path path, struct ppc_hook *h)
 {
 	for (h = h ? h + 1 : ppc_hooks; h < ppc_hooks + PPC_NR_HOOKS; h++)
 		if (h->path == path)
+			return h;
+	return NULL;
+}
+
+/* The next hook of @path live in @arm after @h (NULL: the first), or NULL. */
+static struct ppc_hook *ppc_next_armed(enum ppc_path path, enum ppc_arm arm,
+				       struct ppc_hook *h)
+{
+	while ((h = ppc_next_hook(path, h)))
+		if (h->arm == arm)
 			return h;
 	return NULL;
 }
@@ -127,6 +148,18 @@ static int ppc_hook_attach(struct ppc_hook *h)
 {
 	int ret;
 
+	if (h->retprobe) {
+		/* The kprobe core resolves the name and uses ftrace itself. */
+		h->krp.kp.symbol_name = h->symbol;
+		h->krp.kp.addr = NULL;
+		h->krp.kp.flags = 0;
+		ret = register_kretprobe(&h->krp);
+		if (ret)
+			return ret;
+		h->attached = true;
+		return 0;
+	}
+
 	h->ops.func = h->replacement ? ppc_redirect : h->callback;
 	/*
 	 * No SAVE_REGS: with DYNAMIC_FTRACE_WITH_ARGS the instruction pointer
@@ -165,6 +198,17 @@ static void ppc_hook_detach(struct ppc_hook *h)
 
 	if (!h->attached)
 		return;
+	if (h->retprobe) {
+		/* Waits for running handlers; pending returns skip them. */
+		unregister_kretprobe(&h->krp);
+		h->attached = false;
+		if (h->krp.nmissed)
+			pr_info("%s: %d returns missed\n", h->symbol,
+				h->krp.nmissed);
+		memset(&h->krp.kp, 0, sizeof(h->krp.kp));
+		h->krp.nmissed = 0;
+		return;
+	}
 	/* Returns once no CPU can be in the callback or enter it again. */
 	ret = unregister_ftrace_function(&h->ops);
 	if (ret)
@@ -220,7 +264,8 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 	lockdep_assert_held(&ppc_lock);
 	st->reason[0] = '\0';
 	st->waiting = false;
-	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h)) {
+	for (h = ppc_next_armed(path, PPC_ARM_PATH, NULL); h;
+	     h = ppc_next_armed(path, PPC_ARM_PATH, h)) {
 		if (h->attached)
 			continue;
 		ret = ppc_resolve_symbol(h->module, h->symbol, &h->addr, NULL);
@@ -242,7 +287,8 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 			goto undo;
 		}
 	}
-	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h)) {
+	for (h = ppc_next_armed(path, PPC_ARM_PATH, NULL); h;
+	     h = ppc_next_armed(path, PPC_ARM_PATH, h)) {
 		if (h->attached)
 			continue;
 		ret = ppc_hook_attach(h);
@@ -298,12 +344,99 @@ void ppc_path_detach(enum ppc_path path)
  */
 bool ppc_path_attached(enum ppc_path path)
 {
+	return ppc_path_armed(path, PPC_ARM_PATH);
+}
+
+/**
+ * ppc_path_armed() - are all hooks of one arm of a path attached
+ * @path: the path
+ * @arm: which of its hooks
+ *
+ * Return: true when every hook of @path in @arm is live.
+ */
+bool ppc_path_armed(enum ppc_path path, enum ppc_arm arm)
+{
 	struct ppc_hook *h;
 
-	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h))
+	for (h = ppc_next_armed(path, arm, NULL); h;
+	     h = ppc_next_armed(path, arm, h))
 		if (!h->attached)
 			return false;
 	return true;
+}
+
+/**
+ * ppc_path_arm() - attach or remove the hooks of one arm of a path
+ * @path: the path
+ * @arm: PPC_ARM_ON or PPC_ARM_LEARN
+ * @live: attach (true) or remove (false)
+ *
+ * Called with ppc_lock held. Attaching is all or nothing and says why in
+ * dmesg when it fails.
+ *
+ * Return: 0, or the negative errno of the hook that failed.
+ */
+int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
+{
+	struct ppc_hook *h;
+	int ret = 0;
+
+	lockdep_assert_held(&ppc_lock);
+	for (h = ppc_next_armed(path, arm, NULL); h && live;
+	     h = ppc_next_armed(path, arm, h)) {
+		if (h->attached)
+			continue;
+		if (!h->retprobe) {
+			ret = ppc_resolve_symbol(NULL, h->symbol, &h->addr,
+						 NULL);
+			if (ret)
+				break;
+		}
+		ret = ppc_hook_attach(h);
+		if (ret)
+			break;
+	}
+	if (ret)
+		pr_err("%s: cannot hook %s (%d)\n", ppc_path_name(path),
+		       h->symbol, ret);
+	if (live && !ret)
+		return 0;
+	for (h = ppc_next_armed(path, arm, NULL); h;
+	     h = ppc_next_armed(path, arm, h))
+		ppc_hook_detach(h);
+	return ret;
+}
+
+/**
+ * ppc_path_set_on() - prepare a path for "on", or retire what "on" used
+ * @path: the path
+ * @on: entering on (true, before the mode is written) or leaving it
+ *	(false, after the mode is written)
+ *
+ * Called with ppc_lock held. Only the recycle path has hooks of its own
+ * for "on": the NAPI poll tracker and the pool-owner bookkeeping.
+ *
+ * Return: 0 or a negative errno (entering only).
+ */
+int ppc_path_set_on(enum ppc_path path, bool on)
+{
+	int ret;
+
+	lockdep_assert_held(&ppc_lock);
+	if (path != PPC_PATH_RECYCLE)
+		return 0;
+	if (!on) {
+		ppc_path_arm(path, PPC_ARM_LEARN, false);
+		ppc_path_arm(path, PPC_ARM_ON, false);
+		ppc_owner_stop();
+		return 0;
+	}
+	ppc_owner_reset();
+	ret = ppc_path_arm(path, PPC_ARM_ON, true);
+	if (ret)
+		pr_err("%s: on needs the NAPI poll tracker and the pool teardown hooks; they cannot be installed here (%d)\n",
+		       ppc_path_name(path), ret);
+	return ret;
 }
 
 /**
@@ -402,5 +535,6 @@ void ppc_engine_exit(void)
 	 */
 	synchronize_rcu_tasks();
 	for (p = 0; p < PPC_NR_HOOKS; p++)
-		ftrace_free_filter(&ppc_hooks[p].ops);
+		if (!ppc_hooks[p].retprobe)
+			ftrace_free_filter(&ppc_hooks[p].ops);
 }

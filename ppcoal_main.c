@@ -98,6 +98,11 @@ static int ppc_set_path_mode(enum ppc_path path, enum ppc_mode mode)
 		WRITE_ONCE(ppc_mode[path], mode);
 		return 0;
 	}
+	if (old == PPC_MODE_ON && mode != PPC_MODE_ON) {
+		/* The shadow stops optimising first, then "on" is retired. */
+		WRITE_ONCE(ppc_mode[path], mode);
+		ppc_path_set_on(path, false);
+	}
 	if (mode == PPC_MODE_OFF) {
 		/* Stop the shadow first, then let in-flight calls drain. */
 		WRITE_ONCE(ppc_mode[path], mode);
@@ -112,6 +117,18 @@ static int ppc_set_path_mode(enum ppc_path path, enum ppc_mode mode)
 			       ppc_mode_names[PPC_MODE_OFF]);
 			WRITE_ONCE(ppc_mode[path], PPC_MODE_OFF);
 			return -EINVAL;
+		}
+	}
+	if (mode == PPC_MODE_ON && old != PPC_MODE_ON) {
+		ret = ppc_path_set_on(path, true);
+		if (ret) {
+			/* State unchanged: back to what it was. */
+			if (old == PPC_MODE_OFF)
+				ppc_path_detach(path);
+			WRITE_ONCE(ppc_mode[path], old);
+			pr_err("%s: cannot switch to on, left %s\n",
+			       ppc_path_name(path), ppc_mode_names[old]);
+			return -EOPNOTSUPP;
 		}
 	}
 	WRITE_ONCE(ppc_mode[path], mode);
@@ -245,6 +262,7 @@ static int ppc_stats_show(struct seq_file *m, void *v)
 	}
 	mutex_unlock(&ppc_lock);
 	seq_printf(m, "coalesce.clone_policy %s\n", ppc_clone_policy_name());
+	ppc_owner_show(m);
 	for (c = 0; c < PPC_NR_COUNTERS; c++) {
 		sum = 0;
 		for_each_possible_cpu(cpu)
@@ -265,9 +283,12 @@ static int __init ppc_init(void)
 	mutex_lock(&ppc_lock);
 	ppc_ready = true;
 	for (p = 0; p < PPC_NR_PATHS; p++) {
-		if (ppc_mode[p] != PPC_MODE_OFF &&
-		    ppc_path_attach(p, false))
-			WRITE_ONCE(ppc_mode[p], PPC_MODE_OFF);
+		enum ppc_mode want = ppc_mode[p];
+
+		/* The same transition as a later write, from off. */
+		ppc_mode[p] = PPC_MODE_OFF;
+		if (ppc_set_path_mode(p, want) == -EOPNOTSUPP)
+			ppc_set_path_mode(p, PPC_MODE_OBSERVE);
 	}
 	mutex_unlock(&ppc_lock);
 	/* 0444 and read-only fops: debugfs allows it under lockdown. */
@@ -283,7 +304,14 @@ static int __init ppc_init(void)
 
 static void __exit ppc_exit(void)
 {
+	int p;
+
 	debugfs_remove_recursive(ppc_debugfs);
+	mutex_lock(&ppc_lock);
+	for (p = 0; p < PPC_NR_PATHS; p++)
+		ppc_set_path_mode(p, PPC_MODE_OFF);
+	mutex_unlock(&ppc_lock);
+	ppc_owner_exit();
 	ppc_engine_exit();
 	pr_info("unloaded\n");
 }

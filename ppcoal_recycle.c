@@ -5,16 +5,484 @@
  * net/core/skbuff.c:1027). Both are called for every page of a
  * pp_recycle skb when it is freed.
  *
- * observe: the stock decision (allow_direct = false), counted. On 6.12 the
- * kernel then applies its own NAPI-local rule (page_pool_napi_local(),
- * net/core/page_pool.c:887); the shadow evaluates the same rule to count
- * how often it recycles directly.
+ * observe: the stock decision, counted. 6.1 always puts with
+ * allow_direct = false (the locked ptr_ring); 6.12 then applies its own
+ * NAPI-local rule (page_pool_napi_local(), net/core/page_pool.c:887), which
+ * the shadow evaluates too, to count it.
+ *
+ * on: the page goes straight into the pool's lockless cache when the free
+ * runs in softirq on the CPU that is polling the NAPI that owns the pool,
+ * the rule upstream reached in 6.6 (commit 8c48eea3adf3, "page_pool: allow
+ * caching from safely localized NAPI") and 6.10 (pool->p.napi with
+ * napi->list_owner). 6.1 knows neither owner nor poller, so ppcoal learns
+ * both:
+ *  - which NAPI each CPU is polling now: a kretprobe on __napi_poll, the
+ *    only caller of ->poll from net_rx_action() and threaded NAPI (busy
+ *    polling calls ->poll directly: unseen, so those frees use the ring);
+ *  - which NAPI owns a pool: the one polling when the pool allocates.
+ *    The allocation probe is armed only while a pool the free path met is
+ *    unknown, and removed once it is learned (at most PPC_LEARN_MAX).
+ *    A pool seen allocating under two NAPIs is shared: never direct.
+ *    An owner is forgotten when its pool is destroyed or its NAPI deleted,
+ *    so no entry outlives either. Drivers destroy a pool only after its
+ *    NAPI is disabled (the contract page_pool_disable_direct_recycling()
+ *    relies on upstream), so no free in that poll races the forgetting.
+ * 6.12 pools that name their NAPI (page_pool_params.napi) or CPU are left
+ * to the kernel's own rule; the tracker serves the others (veth, vmxnet3,
+ * xen-netfront never set .napi).
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/hash.h>
+#include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
+#include <linux/workqueue.h>
 
 #include "ppcoal.h"
+
+/*
+ * The owner table: PPC_OWN_BUCKETS buckets of PPC_OWN_WAYS slots, a bucket
+ * per hash of the pool pointer, keys of a bucket in one cache line. Pointers
+ * in it are only compared, never dereferenced. A slot's key is 0 (free), a
+ * pool, or PPC_OWN_TOMB (freed, reusable after an RCU grace period, so that
+ * a reader that matched the old key never sees a new pool's owner). Its
+ * owner is 0 (unknown), a napi_struct pointer or PPC_OWN_SHARED.
+ */
+#define PPC_OWN_SHIFT	5
+#define PPC_OWN_BUCKETS	BIT(PPC_OWN_SHIFT)
+#define PPC_OWN_WAYS	8
+#define PPC_OWN_TOMB	1UL
+#define PPC_OWN_SHARED	1UL
+/* How long the allocation probe stays armed, and how long it rests after. */
+#define PPC_LEARN_MAX	(2 * HZ)
+#define PPC_LEARN_REST	(10 * HZ)
+
+struct ppc_own_bucket {
+	unsigned long pool[PPC_OWN_WAYS];
+	unsigned long owner[PPC_OWN_WAYS];
+} ____cacheline_aligned;
+
+static struct ppc_own_bucket ppc_owners[PPC_OWN_BUCKETS];
+/* The NAPI this CPU is polling now (0: none), set by the kretprobe. */
+static DEFINE_PER_CPU(unsigned long, ppc_polling);
+
+/* Learning on demand: requested (bit 0), state (see ppc_learn_fn()). */
+enum { PPC_LEARN_IDLE, PPC_LEARN_ARMED, PPC_LEARN_RESTING };
+static unsigned long ppc_learn_req;
+static int ppc_learn_state;
+static unsigned long ppc_learn_since;
+static void ppc_learn_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(ppc_learn_work, ppc_learn_fn);
+static void ppc_reclaim_fn(struct work_struct *work);
+static DECLARE_WORK(ppc_reclaim_work, ppc_reclaim_fn);
+
+static __always_inline struct ppc_own_bucket *ppc_bucket(unsigned long pool)
+{
+	return &ppc_owners[hash_long(pool, PPC_OWN_SHIFT)];
+}
+
+static __always_inline int ppc_own_find(struct ppc_own_bucket *b,
+					unsigned long pool)
+{
+	int i;
+
+	for (i = 0; i < PPC_OWN_WAYS; i++)
+		if (READ_ONCE(b->pool[i]) == pool)
+			return i;
+	return -1;
+}
+
+/* The slot of @pool, claimed if it has none; -1 when the bucket is full. */
+static int notrace ppc_own_claim(struct ppc_own_bucket *b, unsigned long pool)
+{
+	int i;
+
+again:
+	i = ppc_own_find(b, pool);
+	if (i >= 0)
+		return i;
+	for (i = 0; i < PPC_OWN_WAYS; i++) {
+		if (READ_ONCE(b->pool[i]))
+			continue;
+		if (!cmpxchg(&b->pool[i], 0, pool))
+			return i;
+		goto again;	/* somebody took it: maybe for @pool */
+	}
+	ppc_count(RC_TABLE_FULL);
+	return -1;
+}
+
+/* The owner of @pool: 0 when unknown. Hot path: one bucket, no writes. */
+static __always_inline unsigned long ppc_own_lookup(unsigned long pool)
+{
+	struct ppc_own_bucket *b = ppc_bucket(pool);
+	int i = ppc_own_find(b, pool);
+
+	return i < 0 ? 0 : READ_ONCE(b->owner[i]);
+}
+
+/* Record that @pool allocated while this CPU polled @napi. */
+static void notrace ppc_own_learn(unsigned long pool, unsigned long napi)
+{
+	struct ppc_own_bucket *b = ppc_bucket(pool);
+	unsigned long old;
+	int i;
+
+	i = ppc_own_find(b, pool);
+	if (i >= 0) {
+		old = READ_ONCE(b->owner[i]);
+		if (old == napi || old == PPC_OWN_SHARED)
+			return;
+	} else {
+		i = ppc_own_claim(b, pool);
+		if (i < 0)
+			return;
+	}
+	old = cmpxchg(&b->owner[i], 0, napi);
+	if (!old) {
+		ppc_count(RC_LEARNED);
+	} else if (old != napi && old != PPC_OWN_SHARED) {
+		WRITE_ONCE(b->owner[i], PPC_OWN_SHARED);
+		ppc_count(RC_SHARED);
+	}
+}
+
+/*
+ * Are there wanted pools without an owner? With @drop, free their slots
+ * (through a grace period) instead. Process context, learner disarmed
+ * when dropping.
+ */
+static bool ppc_own_unknown(bool drop)
+{
+	struct ppc_own_bucket *b;
+	bool any = false;
+	unsigned long key;
+	int i;
+
+	for (b = ppc_owners; b < ppc_owners + PPC_OWN_BUCKETS; b++)
+		for (i = 0; i < PPC_OWN_WAYS; i++) {
+			key = READ_ONCE(b->pool[i]);
+			if (key <= PPC_OWN_TOMB || READ_ONCE(b->owner[i]))
+				continue;
+			any = true;
+			if (drop)
+				cmpxchg(&b->pool[i], key, PPC_OWN_TOMB);
+		}
+	if (any && drop)
+		queue_work(system_wq, &ppc_reclaim_work);
+	return any;
+}
+
+/*
+ * The free path met @pool without an owner, inside a poll: keep a slot for
+ * it (so the learner knows it is wanted) and ask for the allocation probe.
+ */
+static void ppc_own_want(unsigned long pool)
+{
+	ppc_own_claim(ppc_bucket(pool), pool);
+	if (READ_ONCE(ppc_learn_req) || test_and_set_bit(0, &ppc_learn_req))
+		return;
+	queue_delayed_work(system_wq, &ppc_learn_work, 0);
+}
+
+/*
+ * The learning state machine, run by ppc_learn_work under ppc_lock:
+ * IDLE -> ARMED when a wanted pool is unknown; ARMED is checked every
+ * 100 ms and ends when every wanted pool is learned (-> IDLE) or after
+ * PPC_LEARN_MAX (-> RESTING: the still unknown entries are dropped and
+ * nothing is re-armed for PPC_LEARN_REST). The request bit stays set from
+ * the free path's request until the machine is IDLE again.
+ */
+static void ppc_learn_fn(struct work_struct *work)
+{
+	unsigned long delay = 0;
+
+	mutex_lock(&ppc_lock);
+	if (ppc_path_mode(RECYCLE) != PPC_MODE_ON) {
+		if (ppc_learn_state == PPC_LEARN_ARMED)
+			ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
+		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+	} else if (ppc_learn_state == PPC_LEARN_IDLE) {
+		if (!ppc_own_unknown(false)) {
+			/* learned meanwhile */
+		} else if (ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, true)) {
+			WRITE_ONCE(ppc_learn_state, PPC_LEARN_RESTING);
+			delay = PPC_LEARN_REST;
+		} else {
+			WRITE_ONCE(ppc_learn_state, PPC_LEARN_ARMED);
+			ppc_learn_since = jiffies;
+			ppc_count(RC_LEARN_ARMS);
+			delay = HZ / 10;
+		}
+	} else if (ppc_learn_state == PPC_LEARN_ARMED) {
+		if (!ppc_own_unknown(false)) {
+			ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
+			WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+		} else if (time_before(jiffies,
+				       ppc_learn_since + PPC_LEARN_MAX)) {
+			delay = HZ / 10;
+		} else {
+			ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
+			ppc_own_unknown(true);
+			pr_info("recycle: %u ms of learning did not find the owner of every pool met in a poll (pools that allocate outside NAPI polls?); their pages keep using the ring, next try in %u s\n",
+				jiffies_to_msecs(PPC_LEARN_MAX),
+				jiffies_to_msecs(PPC_LEARN_REST) / 1000);
+			WRITE_ONCE(ppc_learn_state, PPC_LEARN_RESTING);
+			delay = PPC_LEARN_REST;
+		}
+	} else {
+		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+	}
+	if (delay)
+		queue_delayed_work(system_wq, &ppc_learn_work, delay);
+	else
+		clear_bit(0, &ppc_learn_req);
+	mutex_unlock(&ppc_lock);
+}
+
+/* Frees tombstoned slots once no reader can still hold their old key. */
+static void ppc_reclaim_fn(struct work_struct *work)
+{
+	int b, i;
+
+	synchronize_rcu();
+	for (b = 0; b < PPC_OWN_BUCKETS; b++)
+		for (i = 0; i < PPC_OWN_WAYS; i++)
+			cmpxchg(&ppc_owners[b].pool[i], PPC_OWN_TOMB, 0);
+}
+
+/**
+ * ppc_owner_pool_destroy_cb() - ftrace callback on page_pool_destroy()
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments
+ *
+ * Forgets the pool's owner before the pool can go away. Notrace, calls
+ * nothing traced except queue_work_on() (not one of our targets).
+ */
+void notrace ppc_owner_pool_destroy_cb(unsigned long ip,
+				       unsigned long parent_ip,
+				       struct ftrace_ops *op,
+				       struct ftrace_regs *fregs)
+{
+	unsigned long pool = ppc_fregs_arg0(fregs);
+	struct ppc_own_bucket *b;
+	bool hit = false;
+	int i;
+
+	if (!pool)
+		return;
+	b = ppc_bucket(pool);
+	for (i = 0; i < PPC_OWN_WAYS; i++) {
+		if (READ_ONCE(b->pool[i]) != pool)
+			continue;
+		WRITE_ONCE(b->owner[i], 0);
+		smp_wmb();	/* owner gone before the key changes */
+		WRITE_ONCE(b->pool[i], PPC_OWN_TOMB);
+		hit = true;
+	}
+	if (hit) {
+		ppc_count(RC_FORGOT_DESTROY);
+		queue_work(system_wq, &ppc_reclaim_work);
+	}
+}
+
+/**
+ * ppc_owner_napi_del_cb() - ftrace callback on __netif_napi_del()
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments
+ *
+ * The NAPI is going away (its memory may be reused by another NAPI): every
+ * pool it owned goes back to unknown. Notrace, calls nothing traced.
+ */
+void notrace ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
+				   struct ftrace_ops *op,
+				   struct ftrace_regs *fregs)
+{
+	unsigned long napi = ppc_fregs_arg0(fregs);
+	int b, i;
+
+	if (!napi)
+		return;
+	for (b = 0; b < PPC_OWN_BUCKETS; b++)
+		for (i = 0; i < PPC_OWN_WAYS; i++)
+			if (READ_ONCE(ppc_owners[b].owner[i]) == napi &&
+			    cmpxchg(&ppc_owners[b].owner[i], napi, 0) == napi)
+				ppc_count(RC_FORGOT_NAPI);
+}
+
+/**
+ * ppc_owner_alloc_cb() - ftrace callback on the page_pool allocators
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments (the pool first)
+ *
+ * Armed only while owners are being learned. May run preemptible: the
+ * context test comes before any per-CPU read. Notrace, calls nothing.
+ */
+void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
+				struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	unsigned long napi;
+
+	if (!in_softirq() || in_hardirq() || in_nmi())
+		return;
+	napi = this_cpu_read(ppc_polling);
+	if (napi)
+		ppc_own_learn(ppc_fregs_arg0(fregs), napi);
+}
+
+/**
+ * ppc_owner_poll_enter() - kretprobe entry handler on __napi_poll()
+ * @ri: this call's instance (data: the NAPI polled before, if nested)
+ * @regs: registers at entry (the napi_struct first)
+ *
+ * Return: 0, so that the return is seen.
+ */
+int ppc_owner_poll_enter(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	*(unsigned long *)ri->data = this_cpu_read(ppc_polling);
+	this_cpu_write(ppc_polling, regs_get_kernel_argument(regs, 0));
+	ppc_count(RC_POLLS);
+	return 0;
+}
+
+/**
+ * ppc_owner_poll_exit() - kretprobe return handler on __napi_poll()
+ * @ri: this call's instance
+ * @regs: registers at return
+ *
+ * Return: 0.
+ */
+int ppc_owner_poll_exit(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	this_cpu_write(ppc_polling, *(unsigned long *)ri->data);
+	return 0;
+}
+
+static void ppc_owner_clear(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		WRITE_ONCE(per_cpu(ppc_polling, cpu), 0);
+	memset(ppc_owners, 0, sizeof(ppc_owners));
+}
+
+/**
+ * ppc_owner_reset() - start "on" with no knowledge
+ *
+ * Called with ppc_lock held, before the tracker hooks are attached: what
+ * was known before cannot be trusted (teardowns went unseen meanwhile).
+ */
+void ppc_owner_reset(void)
+{
+	lockdep_assert_held(&ppc_lock);
+	flush_work(&ppc_reclaim_work);
+	ppc_owner_clear();
+}
+
+/**
+ * ppc_owner_stop() - retire the tracker after leaving "on"
+ *
+ * Called with ppc_lock held, after the mode left "on" and the tracker
+ * hooks are gone. A poll that was running when the kretprobe went away
+ * returns without its handler and would leave a stale "polling" mark, so
+ * every mark is cleared once no reader can be using one.
+ */
+void ppc_owner_stop(void)
+{
+	lockdep_assert_held(&ppc_lock);
+	WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+	synchronize_rcu();
+	flush_work(&ppc_reclaim_work);
+	ppc_owner_clear();
+}
+
+/**
+ * ppc_owner_exit() - stop the learning work for module unload
+ *
+ * Called without ppc_lock, after every path is off.
+ */
+void ppc_owner_exit(void)
+{
+	cancel_delayed_work_sync(&ppc_learn_work);
+	cancel_work_sync(&ppc_reclaim_work);
+}
+
+/**
+ * ppc_owner_show() - owner table summary for the stats file
+ * @m: the stats file
+ */
+void ppc_owner_show(struct seq_file *m)
+{
+	unsigned long key, own;
+	int b, i, known = 0, unknown = 0, shared = 0;
+
+	for (b = 0; b < PPC_OWN_BUCKETS; b++)
+		for (i = 0; i < PPC_OWN_WAYS; i++) {
+			key = READ_ONCE(ppc_owners[b].pool[i]);
+			own = READ_ONCE(ppc_owners[b].owner[i]);
+			if (key <= PPC_OWN_TOMB)
+				continue;
+			if (own == PPC_OWN_SHARED)
+				shared++;
+			else if (own)
+				known++;
+			else
+				unknown++;
+		}
+	seq_printf(m, "recycle.tracked_known %d\n", known);
+	seq_printf(m, "recycle.tracked_unknown %d\n", unknown);
+	seq_printf(m, "recycle.tracked_shared %d\n", shared);
+	seq_printf(m, "recycle.learning %s\n",
+		   READ_ONCE(ppc_learn_state) == PPC_LEARN_ARMED ? "armed" :
+		   READ_ONCE(ppc_learn_state) == PPC_LEARN_RESTING ? "resting" :
+		   "idle");
+}
+
+/*
+ * "on": may this page go straight into @pool's cache? Counts the reason
+ * when not. @pool is alive: the page being freed holds it. @placed: the
+ * kernel's own rule owns this pool (6.12 .napi or cpuid) and said no.
+ */
+static bool ppc_direct_ok(unsigned long pool, bool placed)
+{
+	unsigned long owner, polling;
+
+	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !in_softirq() || in_hardirq() ||
+	    in_nmi()) {
+		ppc_count(RC_DENY_NOT_SOFTIRQ);
+		return false;
+	}
+	if (placed) {
+		ppc_count(RC_DENY_ELSEWHERE);
+		return false;
+	}
+	polling = this_cpu_read(ppc_polling);
+	owner = ppc_own_lookup(pool);
+	if (!owner) {
+		ppc_count(RC_DENY_UNKNOWN);
+		if (polling)
+			ppc_own_want(pool);
+		return false;
+	}
+	if (owner == PPC_OWN_SHARED) {
+		ppc_count(RC_DENY_SHARED);
+		return false;
+	}
+	if (owner != polling) {
+		ppc_count(RC_DENY_ELSEWHERE);
+		return false;
+	}
+	return true;
+}
 
 #ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
 /* Mirror of page_pool_napi_local() (static in page_pool.c), for counting. */
@@ -35,6 +503,7 @@ static bool ppc_kernel_napi_local(const struct page_pool *pool)
 static bool ppc_put(netmem_ref netmem)
 {
 	struct page_pool *pool;
+	bool direct = false;
 
 	netmem = netmem_compound_head(netmem);
 	/* pp_magic test with Debian 6.12's DMA-index bits masked. */
@@ -44,10 +513,19 @@ static bool ppc_put(netmem_ref netmem)
 		return false;
 	}
 	pool = netmem_get_pp(netmem);
-	ppc_count(RC_RING);
-	if (ppc_kernel_napi_local(pool))
+	if (ppc_kernel_napi_local(pool)) {
 		ppc_count(RC_UPSTREAM_DIRECT);
-	page_pool_put_full_netmem(pool, netmem, false);
+	} else if (ppc_path_mode(RECYCLE) == PPC_MODE_ON &&
+		   ppc_direct_ok((unsigned long)pool,
+				 READ_ONCE(pool->p.napi) ||
+				 READ_ONCE(pool->cpuid) >= 0)) {
+		/* A pool upstream cannot place: ppcoal's tracker can. */
+		direct = true;
+		ppc_count(RC_DIRECT);
+	} else {
+		ppc_count(RC_RING);
+	}
+	page_pool_put_full_netmem(pool, netmem, direct);
 	return true;
 }
 
@@ -69,15 +547,29 @@ bool ppc_recycle_put(netmem_ref netmem)
 #else
 static bool ppc_put(struct page *page)
 {
+	struct page_pool *pool;
+	bool direct = false;
+
 	page = compound_head(page);
 	/* Bits 0 and 1 of pp_magic are compound-head and pfmemalloc marks. */
 	if (unlikely((page->pp_magic & ~0x3UL) != PP_SIGNATURE)) {
 		ppc_count(RC_NOT_PP);
 		return false;
 	}
-	/* 6.1 never knows it runs in the pool's NAPI: always the ring. */
-	ppc_count(RC_RING);
-	page_pool_put_full_page(page->pp, page, false);
+	pool = page->pp;
+	if (ppc_path_mode(RECYCLE) == PPC_MODE_ON &&
+	    ppc_direct_ok((unsigned long)pool, false)) {
+		direct = true;
+		ppc_count(RC_DIRECT);
+	} else {
+		ppc_count(RC_RING);
+	}
+	/*
+	 * 6.1's __page_pool_put_page() (net/core/page_pool.c:599) caches the
+	 * page only with allow_direct && in_softirq() and a cache with room;
+	 * otherwise it still goes to the ring.
+	 */
+	page_pool_put_full_page(pool, page, direct);
 	return true;
 }
 

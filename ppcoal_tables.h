@@ -2,8 +2,9 @@
 /*
  * ppcoal tables: modes, paths and hook targets, each declared once here.
  * No include guard on purpose: every consumer defines the row macro it
- * wants (PPC_MODE, PPC_PATH or PPC_HOOK), includes this file, and
- * undefines the macro again (the include/linux/bpf_types.h pattern).
+ * wants (PPC_MODE, PPC_PATH, PPC_HOOK or PPC_RETPROBE), includes this
+ * file, and undefines the macro again (the include/linux/bpf_types.h
+ * pattern).
  */
 
 #ifdef PPC_MODE
@@ -19,7 +20,7 @@ PPC_MODE(ON, on)
  * beyond "observe" on this kernel family; stats print it.
  */
 PPC_PATH(COALESCE, coalesce, PPC_COALESCE_ON_MEANS, "shadow skb_try_coalesce")
-PPC_PATH(RECYCLE, recycle, "observe (optimisation not built yet)",
+PPC_PATH(RECYCLE, recycle, PPC_RECYCLE_ON_MEANS,
 	 "shadow page-pool free of skb pages")
 PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
 	 "virtio_net receive path: build_skb becomes napi_build_skb")
@@ -27,23 +28,50 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
 
 #ifdef PPC_HOOK
 /*
- * PPC_HOOK(id, path, module, symbol, replacement, callback, ipmodify):
- * module is NULL for vmlinux. replacement is the shadow the ftrace callback
- * redirects to (livepatch style); callback is a counting ftrace callback
- * used when there is no replacement. ipmodify: the hook may change the
- * instruction pointer (FTRACE_OPS_FL_IPMODIFY: one such user per function,
- * so it conflicts with a livepatch on the same function).
+ * PPC_HOOK(id, path, arm, module, symbol, replacement, callback, ipmodify):
+ * arm says when the hook is live: PATH while the path is not off, ON only
+ * while it is on, LEARN only while ppcoal_recycle.c learns pool owners (on
+ * demand). module is NULL for vmlinux. replacement is the shadow the ftrace
+ * callback redirects to (livepatch style); callback is a counting ftrace
+ * callback used when there is no replacement. ipmodify: the hook may
+ * change the instruction pointer (FTRACE_OPS_FL_IPMODIFY: one such user per
+ * function, so it conflicts with a livepatch on the same function).
  */
-PPC_HOOK(COALESCE, COALESCE, NULL, "skb_try_coalesce",
+PPC_HOOK(COALESCE, COALESCE, PATH, NULL, "skb_try_coalesce",
 	 ppc_skb_try_coalesce, NULL, true)
-PPC_HOOK(RECYCLE, RECYCLE, NULL, PPC_RECYCLE_TARGET,
+PPC_HOOK(RECYCLE, RECYCLE, PATH, NULL, PPC_RECYCLE_TARGET,
 	 ppc_recycle_put, NULL, true)
-PPC_HOOK(PAGE_TO_SKB, VIRTIO, "virtio_net", "page_to_skb",
+PPC_HOOK(POOL_DESTROY, RECYCLE, ON, NULL, "page_pool_destroy",
+	 NULL, ppc_owner_pool_destroy_cb, false)
+PPC_HOOK(NAPI_DEL, RECYCLE, ON, NULL, "__netif_napi_del",
+	 NULL, ppc_owner_napi_del_cb, false)
+PPC_HOOK(LEARN_ALLOC, RECYCLE, LEARN, NULL, "page_pool_alloc_pages",
+	 NULL, ppc_owner_alloc_cb, false)
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+PPC_HOOK(LEARN_NETMEMS, RECYCLE, LEARN, NULL, "page_pool_alloc_netmems",
+	 NULL, ppc_owner_alloc_cb, false)
+PPC_HOOK(LEARN_FRAG, RECYCLE, LEARN, NULL, "page_pool_alloc_frag_netmem",
+	 NULL, ppc_owner_alloc_cb, false)
+#else
+PPC_HOOK(LEARN_FRAG, RECYCLE, LEARN, NULL, "page_pool_alloc_frag",
+	 NULL, ppc_owner_alloc_cb, false)
+#endif
+PPC_HOOK(PAGE_TO_SKB, VIRTIO, PATH, "virtio_net", "page_to_skb",
 	 NULL, ppc_virtio_page_to_skb_cb, false)
-PPC_HOOK(BUILD_SKB, VIRTIO, NULL, "build_skb",
+PPC_HOOK(BUILD_SKB, VIRTIO, PATH, NULL, "build_skb",
 	 NULL, ppc_virtio_build_skb_cb, true)
-PPC_HOOK(NAPI_ALLOC, VIRTIO, NULL, PPC_NAPI_ALLOC_TARGET,
+PPC_HOOK(NAPI_ALLOC, VIRTIO, PATH, NULL, PPC_NAPI_ALLOC_TARGET,
 	 NULL, ppc_virtio_alloc_cb, false)
-PPC_HOOK(RX_FRAG, VIRTIO, NULL, PPC_RX_FRAG_TARGET,
+PPC_HOOK(RX_FRAG, VIRTIO, PATH, NULL, PPC_RX_FRAG_TARGET,
 	 NULL, ppc_virtio_rx_frag_cb, false)
+#endif
+
+#ifdef PPC_RETPROBE
+/*
+ * PPC_RETPROBE(id, path, arm, symbol, entry, ret): a kretprobe, for the
+ * targets whose return must be seen (NAPI poll entry and exit). Only for
+ * vmlinux symbols; entry and ret are kretprobe handlers.
+ */
+PPC_RETPROBE(NAPI_POLL, RECYCLE, ON, "__napi_poll",
+	     ppc_owner_poll_enter, ppc_owner_poll_exit)
 #endif

@@ -5,6 +5,9 @@
 # rotating order, plus observe without the tap (the ceiling).
 # Prints "BENCH kind mode rep value": tcp_mbps_LEN, okpm_LEN (coalesce
 # successes per mille of calls), rcvpm_LEN (TCPRcvCoalesce per mille InSegs).
+# Mode "refuse" is on with clone_policy=refuse (6.1: no detach), which with
+# "on" (detach, the default) decides the default policy; on 6.12 the policy
+# "legacy" plays that part (the pre-6.8 refusal).
 . /tests/lib.sh
 reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
 reps=${reps:-3}
@@ -15,6 +18,10 @@ echo 0 >/proc/sys/net/core/skb_defer_max
 insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod"; exit 0; }
 net_up >/dev/null 2>&1
 fixture_up frag_pool=0 linear=0 || { echo "BENCH-ERROR fixture"; exit 0; }
+default=$(cat $P/clone_policy)
+refuse=legacy
+echo refuse >$P/clone_policy 2>/dev/null && refuse=refuse
+echo $default >$P/clone_policy
 one() { # one MODE LEN REP TAP
 	if [ "$4" = 1 ]; then
 		"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
@@ -39,10 +46,17 @@ one() { # one MODE LEN REP TAP
 for len in $sizes; do
 	r=0
 	while [ $r -lt "$reps" ]; do
-		for m in $(mode_order $r); do
-			echo $m >$P/coalesce
+		for m in $(mode_order $r) refuse; do
+			if [ $m = refuse ]; then
+				echo $refuse >$P/clone_policy
+				echo on >$P/coalesce
+			else
+				echo $default >$P/clone_policy
+				echo $m >$P/coalesce
+			fi
 			one $m "$len" $r 1
 		done
+		echo $default >$P/clone_policy
 		echo observe >$P/coalesce
 		one notap "$len" $r 0
 		r=$((r + 1))

@@ -190,6 +190,9 @@ fixture_up() {
 	local i
 	insmod /ko/ppcoal_fixture.ko "$@" || return 1
 	"$IP" link set ppf1 netns peer || return 1
+	# IPv4 only on the pair: no IPv6 chatter among counted pages
+	echo 1 >/proc/sys/net/ipv6/conf/ppf0/disable_ipv6 2>/dev/null
+	"$IP" netns exec peer sh -c 'echo 1 >/proc/sys/net/ipv6/conf/ppf1/disable_ipv6' 2>/dev/null
 	"$IP" netns exec peer "$IP" addr add $FPEER/24 dev ppf1 || return 1
 	"$IP" netns exec peer "$IP" link set ppf1 up || return 1
 	"$IP" addr add $FSELF/24 dev ppf0 || return 1
@@ -228,4 +231,37 @@ tcp_insegs() {
 		if [ -n "$n" ]; then "$IP" netns exec $n cat /proc/net/snmp; else cat /proc/net/snmp; fi
 	done | awk '/^Tcp:/ { if (!h) { for (i = 2; i <= NF; i++) if ($i == "InSegs") c = i; h = 1; next }
 		s += $c; h = 0 } END { print s + 0 }'
+}
+
+# --- direct recycling (recycle path) ---
+FX=/sys/kernel/debug/ppcoal_fixture
+# Nobody owns BLACKHOLE: ppf0 sends to it through a static neighbour entry
+# with ppf1's MAC, and netns peer (forwarding off) drops it inside ppf1's
+# NAPI poll without answering (ip_error: no ICMP when not forwarding).
+BLACKHOLE=198.19.0.77
+blackhole_up() { # blackhole_up DEV PEERDEV ADDR
+	local mac
+	mac=$("$IP" -n peer link show "$2" | awk '/link\/ether/ { print $2 }')
+	"$IP" neigh replace "$3" lladdr "$mac" dev "$1" nud permanent
+}
+# drop_flood SECS [ADDR]: 64-byte UDP datagrams that die inside the poll
+drop_flood() { udpflood "${2:-$BLACKHOLE}" 9 "$1" 64 >/dev/null; }
+# direct_pm A B: per mille of page-pool puts that were direct (ppcoal or kernel)
+direct_pm() {
+	local d r
+	d=$(sumd "$1" "$2" recycle.direct recycle.upstream_direct)
+	r=$(delta recycle.ring "$1" "$2")
+	echo $(((d + r) ? d * 1000 / (d + r) : 0))
+}
+# peer_rx DEV: rx_packets of DEV in netns peer
+peer_rx() { "$IP" netns exec peer cat "/sys/class/net/$1/statistics/rx_packets"; }
+# fixture_held: skbs ppf1 keeps for "release"
+fixture_held() { awk '$1 == "ppf1" { for (i = 1; i < NF; i++) if ($i == "held") print $(i + 1) }' $FX/pools; }
+# softnet_dropped: packets dropped at full backlogs, all CPUs (softnet_stat
+# column 2, hex)
+softnet_dropped() {
+	local s h
+	s=0
+	for h in $(awk '{ print $2 }' /proc/net/softnet_stat); do s=$((s + 0x$h)); done
+	echo $s
 }

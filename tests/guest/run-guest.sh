@@ -7,6 +7,7 @@
 grep -q "ppcoal.demo=1" /proc/cmdline && exec /tests/demo.sh
 grep -q "ppcoal.bench=virtio" /proc/cmdline && exec /tests/bench-virtio.sh
 grep -q "ppcoal.bench=coalesce" /proc/cmdline && exec /tests/bench-coalesce.sh
+grep -q "ppcoal.bench=recycle" /proc/cmdline && exec /tests/bench-recycle.sh
 
 # TCP defers freeing received skbs to the CPU that allocated them
 # (skb_attempt_defer_free); up to skb_defer_max/2 of them wait there for
@@ -52,7 +53,7 @@ check_stats_format() {
 		esac
 	done
 	[ ! -e /tmp/fmt.err ] || { bad "counters missing or not numeric"; rm -f /tmp/fmt.err; }
-	got=$(awk '$1 ~ /\./ && $1 !~ /\.(mode|state|on_means|clone_policy)$/ { print $1 }' "$S" | sort)
+	got=$(awk '$1 ~ /\./ && $1 !~ /\.(mode|state|on_means|clone_policy|learning|tracked_[a-z]+)$/ { print $1 }' "$S" | sort)
 	eq "$(echo "$got" | tr '\n' ' ')" "$(counter_names | sort | tr '\n' ' ')" "counter set = table"
 }
 
@@ -65,8 +66,13 @@ check_sums() {
 		coalesce.refused_head_locked coalesce.refused_clone_policy \
 		coalesce.refused_frag_bias coalesce.copied coalesce.head_stolen \
 		coalesce.frags_moved)" "coalesce.calls = sum of outcomes"
-	eq "$(delta recycle.calls $a $b)" "$(sumd $a $b recycle.not_pp recycle.ring recycle.direct)" \
-		"recycle.calls = not_pp + ring + direct"
+	eq "$(delta recycle.calls $a $b)" "$(sumd $a $b recycle.not_pp recycle.ring recycle.direct recycle.upstream_direct)" \
+		"recycle.calls = not_pp + ring + direct + upstream_direct"
+	if [ "$(val recycle.mode $a)$(val recycle.mode $b)" = onon ]; then
+		eq "$(sumd $a $b recycle.deny_not_softirq recycle.deny_owner_unknown \
+			recycle.deny_owner_elsewhere recycle.deny_pool_shared)" \
+			"$(delta recycle.ring $a $b)" "recycle on: every ring put has a deny reason"
+	fi
 	eq "$(delta virtio.page_to_skb_calls $a $b)" \
 		"$(sumd $a $b virtio.page_to_skb_build virtio.page_to_skb_copy)" \
 		"virtio.page_to_skb_calls = build + copy"
@@ -641,6 +647,205 @@ if want stat-tool; then
 	rmmod ppcoal
 	ppcoal-stat -c 1 2>/tmp/stat.err && bad "ran without ppcoal"
 	grep -q "is ppcoal loaded" /tmp/stat.err || bad "no clear message without ppcoal"
+	end
+	cleanup
+fi
+
+# ---------------------------------------------------------------------------
+# Direct recycling (recycle=on, issue 5). Traffic: 64-byte UDP to an address
+# nobody owns (BLACKHOLE), dropped inside ppf1's NAPI poll, the case the
+# 2023 RFC measured; no ICMP answers, so every page counted is ppf1's.
+
+# recycle_flood A B SECS: snapshots around a drop flood
+recycle_flood() {
+	snap "$1"
+	drop_flood "$3"
+	sleep 0.3
+	snap "$2"
+}
+
+if want recycle-drop; then
+	begin recycle-drop
+	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
+	for fp in 0 1; do
+		cfg="frag_pool=$fp"
+		fixture_up frag_pool=$fp linear=0 || { bad "$cfg: fixture_up"; continue; }
+		blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$cfg: blackhole neighbour"
+		recycle_flood /tmp/a /tmp/b 2
+		eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "$cfg observe: nothing direct"
+		gt "$(delta recycle.ring /tmp/a /tmp/b)" 1000 "$cfg observe: pages through the ring"
+		obs=$(direct_pm /tmp/a /tmp/b)
+		echo on >$P/recycle || bad "$cfg: recycle=on"
+		eq "$(val recycle.tracked_known)" 0 "$cfg: on starts knowing no owner"
+		recycle_flood /tmp/a /tmp/b 1
+		gt "$(delta recycle.owners_learned /tmp/a /tmp/b)" 0 "$cfg: pool owner learned"
+		gt "$(delta recycle.learn_armed /tmp/a /tmp/b)" 0 "$cfg: allocation probe armed to learn"
+		recycle_flood /tmp/a /tmp/b 2
+		on=$(direct_pm /tmp/a /tmp/b)
+		gt "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "$cfg: NAPI polls tracked"
+		gt "$on" 900 "$cfg on: direct puts per mille"
+		check_sums /tmp/a /tmp/b
+		# armed on demand only: idle once every pool met is learned, at the
+		# latest after PPC_LEARN_MAX (2 s) for a pool that rarely allocates
+		i=0
+		while [ "$(val recycle.learning)" = armed ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i + 1)); done
+		[ "$(val recycle.learning)" != armed ] || bad "$cfg: allocation probe still armed after 3 s"
+		hooked page_pool_alloc_pages && bad "$cfg: page_pool_alloc_pages still traced"
+		hooked __napi_poll || bad "$cfg: __napi_poll not traced while on"
+		echo "METRIC $(uname -r) recycle-drop $cfg observe_direct_pm=$obs on_direct_pm=$on direct=$(delta recycle.direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b)"
+		echo observe >$P/recycle
+		hooked __napi_poll && bad "$cfg: __napi_poll still traced in observe"
+		fixture_down || bad "$cfg: pools did not drain"
+	done
+	end
+	cleanup
+fi
+
+# Frees outside the owner's poll are never direct: process context, bottom
+# halves disabled outside any poll (skbs held by the fixture and released
+# from a debugfs write), and another CPU's poll (RPS to the backlog NAPI).
+if want recycle-context; then
+	begin recycle-context
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	fixture_up frag_pool=0 linear=0 || bad "fixture_up"
+	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
+	recycle_flood /tmp/a /tmp/b 1
+	gt "$(val recycle.tracked_known)" 0 "owner known before the context checks"
+	for how in process bh; do
+		echo 100 >$FX/hold
+		drop_flood 1
+		i=0
+		while [ "$(fixture_held)" -lt 100 ] && [ $i -lt 20 ]; do drop_flood 1; i=$((i + 1)); done
+		eq "$(fixture_held)" 100 "$how: 100 skbs held"
+		snap /tmp/a
+		echo $how >$FX/release || bad "release $how"
+		snap /tmp/b
+		eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "$how: no direct put"
+		eq "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 100 "$how: one page-pool put per held skb"
+		case $how in
+		process) eq "$(delta recycle.deny_not_softirq /tmp/a /tmp/b)" 100 "process context: denied as not softirq" ;;
+		bh) eq "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 100 "bh outside the poll: denied as owner elsewhere" ;;
+		esac
+	done
+	"$IP" netns exec peer sh -c 'echo 2 >/sys/class/net/ppf1/queues/rx-0/rps_cpus' || bad "rps_cpus"
+	snap /tmp/a
+	d0=$(softnet_dropped)
+	taskset -c 0 udpflood $BLACKHOLE 9 2 64 >/dev/null || bad "pinned flood"
+	sleep 0.3
+	d1=$(softnet_dropped)
+	snap /tmp/b
+	# A full backlog drops inside ppf1's own poll: those may be direct.
+	dir=$(delta recycle.direct /tmp/a /tmp/b)
+	[ "$dir" -le $((d1 - d0)) ] || bad "RPS to CPU 1: $dir direct puts, more than the $((d1 - d0)) backlog drops in the owner's poll"
+	gt "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 1000 "RPS to CPU 1: denied as owner elsewhere"
+	check_sums /tmp/a /tmp/b
+	fixture_down || bad "pools did not drain"
+	end
+	cleanup
+fi
+
+# Teardown under traffic: fixture removal, pool re-creation and ppcoal
+# unload while the flood runs; no owner entry outlives its pool.
+if want recycle-teardown; then
+	begin recycle-teardown
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	snap /tmp/t0
+	for i in 1 2 3 4 5 6; do
+		fixture_up frag_pool=$((i % 2)) linear=0 || { bad "$i: fixture_up"; continue; }
+		blackhole_up ppf0 ppf1 $BLACKHOLE
+		drop_flood 1
+		gt "$(val recycle.tracked_known)" 0 "$i: owner learned"
+		drop_flood 3 &
+		fp=$!
+		sleep 1
+		case $((i % 3)) in
+		0) echo 1 >/sys/module/ppcoal_fixture/parameters/recreate || bad "$i: recreate" ;;
+		1) ppcoal_unload || bad "$i: rmmod ppcoal under traffic"
+		   ppcoal_load coalesce=off virtio=off recycle=on || bad "$i: insmod ppcoal" ;;
+		2) : ;;
+		esac
+		fixture_down || bad "$i: pools did not drain"
+		wait $fp
+		eq "$(val recycle.tracked_known)/$(val recycle.tracked_unknown)" 0/0 "$i: no owner entry outlives its pool"
+	done
+	snap /tmp/t1
+	gt "$(delta recycle.owners_forgotten_destroy /tmp/t0 /tmp/t1)" 0 "owners forgotten at page_pool_destroy"
+	gt "$(delta recycle.owners_forgotten_napi_del /tmp/t0 /tmp/t1)" 0 "owners forgotten at NAPI delete"
+	end
+	cleanup
+fi
+
+# 6.12: a pool that names its NAPI (page_pool_params.napi) is recycled
+# directly by the kernel; ppcoal gives a pool without it the same share.
+if want recycle-ppnapi; then
+	begin recycle-ppnapi
+	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
+	if [ "$(val recycle_target)" = napi_pp_put_page ]; then
+		for ppn in 1 0; do
+			fixture_up frag_pool=0 linear=0 pp_napi=$ppn || { bad "pp_napi=$ppn: fixture_up"; continue; }
+			blackhole_up ppf0 ppf1 $BLACKHOLE
+			for m in observe on; do
+				echo $m >$P/recycle
+				drop_flood 1
+				recycle_flood /tmp/a /tmp/b 2
+				pm=$(direct_pm /tmp/a /tmp/b)
+				own=$(delta recycle.direct /tmp/a /tmp/b)
+				echo "METRIC $(uname -r) recycle-ppnapi pp_napi=$ppn mode=$m direct_pm=$pm ppcoal_direct=$own upstream_direct=$(delta recycle.upstream_direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b)"
+				eval "pm_${ppn}_$m=$pm"
+				[ $ppn = 1 ] && eq "$own" 0 "pp_napi=1 $m: ppcoal leaves the pool to the kernel"
+			done
+			fixture_down || bad "pp_napi=$ppn: pools did not drain"
+		done
+		gt "$pm_1_observe" 900 "pp_napi=1: the kernel recycles directly (per mille)"
+		[ "$pm_0_observe" -lt 100 ] || bad "pp_napi=0 observe: the kernel should not recycle directly ($pm_0_observe)"
+		gt "$pm_0_on" $((pm_1_observe - 50)) "pp_napi=0 on: ppcoal reaches the pp_napi=1 share"
+	else
+		echo "  (6.1: no page_pool_params.napi; recycle-drop covers the tracker)"
+	fi
+	end
+	cleanup
+fi
+
+# 6.12 veth with an XDP program: skbs copied into veth's page_pool, which
+# has no .napi, so upstream never recycles them directly; ppcoal does.
+if want recycle-veth-xdp; then
+	begin recycle-veth-xdp
+	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
+	if [ "$(val recycle_target)" = napi_pp_put_page ]; then
+		"$IP" link add vxa type veth peer name vxb || bad "veth pair"
+		"$IP" link set vxb netns peer
+		"$IP" addr add 198.20.0.1/24 dev vxa
+		"$IP" link set vxa up
+		"$IP" -n peer addr add 198.20.0.2/24 dev vxb
+		"$IP" -n peer link set vxb up
+		"$IP" netns exec peer xdppass vxb >/tmp/xdp.out 2>&1 &
+		xp=$!
+		sleep 1
+		grep -q attached /tmp/xdp.out || bad "xdppass: $(cat /tmp/xdp.out)"
+		blackhole_up vxa vxb 198.20.0.77
+		for m in observe on; do
+			echo $m >$P/recycle
+			drop_flood 1 198.20.0.77
+			snap /tmp/a
+			drop_flood 2 198.20.0.77
+			sleep 0.3
+			snap /tmp/b
+			pm=$(direct_pm /tmp/a /tmp/b)
+			echo "METRIC $(uname -r) recycle-veth-xdp mode=$m direct_pm=$pm ppcoal_direct=$(delta recycle.direct /tmp/a /tmp/b) upstream_direct=$(delta recycle.upstream_direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b)"
+			gt "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 1000 "$m: veth page-pool pages on the recycle path"
+			case $m in
+			observe) [ "$pm" -lt 100 ] || bad "observe: upstream should not recycle veth's pool directly ($pm)" ;;
+			on) gt "$pm" 900 "on: ppcoal recycles veth's pool directly (per mille)" ;;
+			esac
+		done
+		kill $xp
+		wait $xp
+		"$IP" link del vxa
+		sleep 0.5
+		eq "$(val recycle.tracked_known)/$(val recycle.tracked_unknown)" 0/0 "veth deleted: no owner entry left"
+	else
+		echo "  (6.1: veth has no page_pool; nothing to test)"
+	fi
 	end
 	cleanup
 fi

@@ -23,6 +23,11 @@
  * pages held and released, cached, in its ring, and in flight (in skbs);
  * .../teardown keeps the verdict of every pool teardown: "drained" or
  * "LEAK". Test-only code: it reads page_pool internals to count.
+ *
+ * To free page-pool skbs in a chosen context, write N to .../hold: ppf1's
+ * poll keeps its next N skbs instead of delivering them; writing
+ * "process" or "bh" to .../release frees them from the write itself, in
+ * process context or with bottom halves disabled outside any NAPI poll.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -65,6 +70,8 @@ struct ppf_priv {
 	struct napi_struct napi;
 	struct page_pool *pool;
 	struct sk_buff_head rxq;
+	struct sk_buff_head held;	/* kept by "hold", freed by "release" */
+	atomic_t hold;
 	bool frag;		/* this pool's kind, fixed at creation */
 	bool linear;
 	atomic_long_t rx_packets, rx_bytes, rx_dropped;
@@ -201,6 +208,10 @@ static int ppf_poll(struct napi_struct *napi, int budget)
 		napi_consume_skb(src, budget);
 		skb->protocol = eth_type_trans(skb, dev);
 		skb->ip_summed = CHECKSUM_UNNECESSARY;
+		if (atomic_add_unless(&priv->hold, -1, 0)) {
+			skb_queue_tail(&priv->held, skb);
+			continue;
+		}
 		if (gro)
 			napi_gro_receive(napi, skb);
 		else
@@ -281,6 +292,7 @@ static struct net_device *ppf_create(int i)
 	priv->frag = frag_pool;
 	priv->linear = linear;
 	skb_queue_head_init(&priv->rxq);
+	skb_queue_head_init(&priv->held);
 	netif_napi_add(dev, &priv->napi, ppf_poll);
 #ifdef PPC_HAVE_PP_FRAG_COUNT
 	if (frag_pool)
@@ -354,6 +366,8 @@ static void ppf_destroy_pair(void)
 	synchronize_net();
 	for (i = 0; i < 2; i++) {
 		priv = netdev_priv(ppf_dev[i]);
+		atomic_set(&priv->hold, 0);
+		skb_queue_purge(&priv->held);
 		pool[i] = priv->pool;
 		strscpy(name[i], ppf_dev[i]->name, IFNAMSIZ);
 		/* closes the device (napi disabled, queue purged) */
@@ -432,9 +446,10 @@ static int ppf_pools_show(struct seq_file *m, void *v)
 			continue;
 		priv = netdev_priv(ppf_dev[i]);
 		ppf_count_pool(priv->pool, &c);
-		seq_printf(m, "%s frag %d linear %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld\n",
+		seq_printf(m, "%s frag %d linear %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld held %u\n",
 			   ppf_dev[i]->name, priv->frag, priv->linear, c.hold,
-			   c.release, c.cached, c.ring, c.frag, c.inflight);
+			   c.release, c.cached, c.ring, c.frag, c.inflight,
+			   skb_queue_len(&priv->held));
 	}
 	mutex_unlock(&ppf_lock);
 	return 0;
@@ -450,6 +465,68 @@ static int ppf_teardown_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(ppf_teardown);
 
+static ssize_t ppf_hold_write(struct file *file, const char __user *ubuf,
+			      size_t len, loff_t *ppos)
+{
+	struct ppf_priv *priv;
+	unsigned int n;
+	int err;
+
+	err = kstrtouint_from_user(ubuf, len, 0, &n);
+	if (err)
+		return err;
+	mutex_lock(&ppf_lock);
+	if (ppf_dev[1]) {
+		priv = netdev_priv(ppf_dev[1]);
+		atomic_set(&priv->hold, n);
+	}
+	mutex_unlock(&ppf_lock);
+	return len;
+}
+
+static const struct file_operations ppf_hold_fops = {
+	.write = ppf_hold_write,
+};
+
+static ssize_t ppf_release_write(struct file *file, const char __user *ubuf,
+				 size_t len, loff_t *ppos)
+{
+	struct ppf_priv *priv;
+	struct sk_buff *skb;
+	char word[16] = {};
+	bool bh;
+	int n = 0;
+
+	if (copy_from_user(word, ubuf, min(len, sizeof(word) - 1)))
+		return -EFAULT;
+	strim(word);
+	if (!strcmp(word, "bh"))
+		bh = true;
+	else if (!strcmp(word, "process"))
+		bh = false;
+	else
+		return -EINVAL;
+	mutex_lock(&ppf_lock);
+	if (ppf_dev[1]) {
+		priv = netdev_priv(ppf_dev[1]);
+		if (bh)
+			local_bh_disable();
+		while ((skb = skb_dequeue(&priv->held))) {
+			kfree_skb(skb);
+			n++;
+		}
+		if (bh)
+			local_bh_enable();
+	}
+	mutex_unlock(&ppf_lock);
+	pr_info("released %d held skbs (%s)\n", n, word);
+	return len;
+}
+
+static const struct file_operations ppf_release_fops = {
+	.write = ppf_release_write,
+};
+
 static int __init ppf_init(void)
 {
 	int err;
@@ -463,6 +540,9 @@ static int __init ppf_init(void)
 	debugfs_create_file("pools", 0444, ppf_debugfs, NULL, &ppf_pools_fops);
 	debugfs_create_file("teardown", 0444, ppf_debugfs, NULL,
 			    &ppf_teardown_fops);
+	debugfs_create_file("hold", 0200, ppf_debugfs, NULL, &ppf_hold_fops);
+	debugfs_create_file("release", 0200, ppf_debugfs, NULL,
+			    &ppf_release_fops);
 	return 0;
 }
 

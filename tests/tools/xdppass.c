@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xdppass: attach an XDP program that returns XDP_PASS to IFNAME in
+ * native (driver) mode, through a bpf link, and keep it attached until
+ * SIGTERM or SIGINT. No clang or libbpf: the program is two instructions
+ * (r0 = XDP_PASS; exit), loaded with the bpf() syscall.
+ *
+ * On veth this enables the XDP receive path, which copies every skb it
+ * cannot run XDP on in place into the receive queue's page_pool
+ * (veth_convert_skb_to_xdp_buff, drivers/net/veth.c), so the skbs going
+ * up the stack are page-pool skbs.
+ *
+ *   xdppass IFNAME        prints "xdppass: attached to IFNAME" once live
+ */
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int bpf(int cmd, union bpf_attr *attr)
+{
+	return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	struct bpf_insn prog[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0,
+		  .imm = XDP_PASS },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	static char log[4096];
+	union bpf_attr attr;
+	unsigned int ifindex;
+	int pfd, lfd;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s IFNAME\n", argv[0]);
+		return 2;
+	}
+	ifindex = if_nametoindex(argv[1]);
+	if (!ifindex) {
+		fprintf(stderr, "xdppass: no interface %s\n", argv[1]);
+		return 1;
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_XDP;
+	attr.insns = (uint64_t)(uintptr_t)prog;
+	attr.insn_cnt = sizeof(prog) / sizeof(prog[0]);
+	attr.license = (uint64_t)(uintptr_t)"GPL";
+	attr.log_buf = (uint64_t)(uintptr_t)log;
+	attr.log_size = sizeof(log);
+	attr.log_level = 1;
+	pfd = bpf(BPF_PROG_LOAD, &attr);
+	if (pfd < 0) {
+		perror("xdppass: BPF_PROG_LOAD");
+		fprintf(stderr, "%s\n", log);
+		return 1;
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.link_create.prog_fd = pfd;
+	attr.link_create.target_ifindex = ifindex;
+	attr.link_create.attach_type = BPF_XDP;
+	attr.link_create.flags = XDP_FLAGS_DRV_MODE;
+	lfd = bpf(BPF_LINK_CREATE, &attr);
+	if (lfd < 0) {
+		perror("xdppass: BPF_LINK_CREATE (native XDP)");
+		return 1;
+	}
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	printf("xdppass: attached to %s\n", argv[1]);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
