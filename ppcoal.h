@@ -7,7 +7,6 @@
 #define _PPCOAL_H
 
 #include <linux/ftrace.h>
-#include <linux/kprobes.h>
 #include <linux/percpu.h>
 #include <linux/skbuff.h>
 #include <linux/mm_types.h>
@@ -42,15 +41,15 @@ enum ppc_counter {
 enum ppc_hook_id {
 #define PPC_HOOK(id, ...) \
 	PPC_HOOK_##id,
-#define PPC_RETPROBE(id, ...) \
+#define PPC_TRACEPOINT(id, ...) \
 	PPC_HOOK_##id,
 #include "ppcoal_tables.h"
-#undef PPC_RETPROBE
+#undef PPC_TRACEPOINT
 #undef PPC_HOOK
 	PPC_NR_HOOKS
 };
 
-/* When a hook is live (the arm column of PPC_HOOK and PPC_RETPROBE). */
+/* When a hook is live (the arm column of PPC_HOOK and PPC_TRACEPOINT). */
 enum ppc_arm {
 	PPC_ARM_PATH,		/* while its path is observe or on */
 	PPC_ARM_ON,		/* while its path is on */
@@ -92,8 +91,10 @@ void ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
 			   struct ftrace_ops *op, struct ftrace_regs *fregs);
 void ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 			struct ftrace_ops *op, struct ftrace_regs *fregs);
-int ppc_owner_poll_enter(struct kretprobe_instance *ri, struct pt_regs *regs);
-int ppc_owner_poll_exit(struct kretprobe_instance *ri, struct pt_regs *regs);
+void ppc_owner_poll_cb(unsigned long ip, unsigned long parent_ip,
+		       struct ftrace_ops *op, struct ftrace_regs *fregs);
+int ppc_owner_tp_register(void);
+void ppc_owner_tp_unregister(void);
 void ppc_virtio_page_to_skb_cb(unsigned long ip, unsigned long parent_ip,
 			       struct ftrace_ops *op, struct ftrace_regs *fregs);
 void ppc_virtio_build_skb_cb(unsigned long ip, unsigned long parent_ip,

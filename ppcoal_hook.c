@@ -30,11 +30,11 @@ struct ppc_hook {
 	void *replacement;
 	ftrace_func_t callback;
 	bool ipmodify;
-	bool retprobe;		/* a kretprobe (krp), not an ftrace_ops */
+	int (*tp_reg)(void);	/* a tracepoint probe, not an ftrace_ops */
+	void (*tp_unreg)(void);
 	unsigned long addr;
 	bool attached;
 	struct ftrace_ops ops;
-	struct kretprobe krp;
 };
 
 static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
@@ -43,14 +43,12 @@ static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
 			    .path = PPC_PATH_##p, .arm = PPC_ARM_##a, \
 			    .replacement = repl, .callback = cb, \
 			    .ipmodify = ipmod },
-#define PPC_RETPROBE(id, p, a, sym, enter, ret) \
-	[PPC_HOOK_##id] = { .symbol = sym, .path = PPC_PATH_##p, \
-			    .arm = PPC_ARM_##a, .retprobe = true, \
-			    .krp = { .entry_handler = enter, \
-				     .handler = ret, \
-				     .data_size = sizeof(unsigned long) } },
+#define PPC_TRACEPOINT(id, p, a, name, reg, unreg) \
+	[PPC_HOOK_##id] = { .symbol = name, .path = PPC_PATH_##p, \
+			    .arm = PPC_ARM_##a, .tp_reg = reg, \
+			    .tp_unreg = unreg },
 #include "ppcoal_tables.h"
-#undef PPC_RETPROBE
+#undef PPC_TRACEPOINT
 #undef PPC_HOOK
 };
 
@@ -148,12 +146,8 @@ static int ppc_hook_attach(struct ppc_hook *h)
 {
 	int ret;
 
-	if (h->retprobe) {
-		/* The kprobe core resolves the name and uses ftrace itself. */
-		h->krp.kp.symbol_name = h->symbol;
-		h->krp.kp.addr = NULL;
-		h->krp.kp.flags = 0;
-		ret = register_kretprobe(&h->krp);
+	if (h->tp_reg) {
+		ret = h->tp_reg();
 		if (ret)
 			return ret;
 		h->attached = true;
@@ -198,15 +192,10 @@ static void ppc_hook_detach(struct ppc_hook *h)
 
 	if (!h->attached)
 		return;
-	if (h->retprobe) {
-		/* Waits for running handlers; pending returns skip them. */
-		unregister_kretprobe(&h->krp);
+	if (h->tp_reg) {
+		/* Returns once no CPU runs the probe. */
+		h->tp_unreg();
 		h->attached = false;
-		if (h->krp.nmissed)
-			pr_info("%s: %d returns missed\n", h->symbol,
-				h->krp.nmissed);
-		memset(&h->krp.kp, 0, sizeof(h->krp.kp));
-		h->krp.nmissed = 0;
 		return;
 	}
 	/* Returns once no CPU can be in the callback or enter it again. */
@@ -266,7 +255,7 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 	st->waiting = false;
 	for (h = ppc_next_armed(path, PPC_ARM_PATH, NULL); h;
 	     h = ppc_next_armed(path, PPC_ARM_PATH, h)) {
-		if (h->attached)
+		if (h->attached || h->tp_reg)
 			continue;
 		ret = ppc_resolve_symbol(h->module, h->symbol, &h->addr, NULL);
 		if (ret == -ENOENT && h->module && !coming) {
@@ -386,7 +375,7 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 	     h = ppc_next_armed(path, arm, h)) {
 		if (h->attached)
 			continue;
-		if (!h->retprobe) {
+		if (!h->tp_reg) {
 			ret = ppc_resolve_symbol(NULL, h->symbol, &h->addr,
 						 NULL);
 			if (ret)
@@ -535,6 +524,6 @@ void ppc_engine_exit(void)
 	 */
 	synchronize_rcu_tasks();
 	for (p = 0; p < PPC_NR_HOOKS; p++)
-		if (!ppc_hooks[p].retprobe)
+		if (!ppc_hooks[p].tp_reg)
 			ftrace_free_filter(&ppc_hooks[p].ops);
 }

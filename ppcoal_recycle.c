@@ -16,9 +16,12 @@
  * caching from safely localized NAPI") and 6.10 (pool->p.napi with
  * napi->list_owner). 6.1 knows neither owner nor poller, so ppcoal learns
  * both:
- *  - which NAPI each CPU is polling now: a kretprobe on __napi_poll, the
- *    only caller of ->poll from net_rx_action() and threaded NAPI (busy
- *    polling calls ->poll directly: unseen, so those frees use the ring);
+ *  - which NAPI each CPU is polling now: marked at __napi_poll() entry
+ *    (ftrace), the only caller of ->poll from net_rx_action() and threaded
+ *    NAPI, unmarked by the napi:napi_poll tracepoint after ->poll returns
+ *    (see ppc_owner_tp()); two cheap probes per poll, no kretprobe.
+ *    Busy polling calls ->poll directly: unseen, so those frees use the
+ *    ring;
  *  - which NAPI owns a pool: the one polling when the pool allocates.
  *    The allocation probe is armed only while a pool the free path met is
  *    unknown, and removed once it is learned (at most PPC_LEARN_MAX).
@@ -39,6 +42,7 @@
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
+#include <trace/events/napi.h>
 
 #include "ppcoal.h"
 
@@ -65,11 +69,33 @@ struct ppc_own_bucket {
 } ____cacheline_aligned;
 
 static struct ppc_own_bucket ppc_owners[PPC_OWN_BUCKETS];
-/* The NAPI this CPU is polling now (0: none), set by the kretprobe. */
-static DEFINE_PER_CPU(unsigned long, ppc_polling);
+/*
+ * Bumped after any owner is dropped or turns shared, so that per-CPU
+ * lookup caches die; atomic, as two CPUs may forget at once.
+ */
+static atomic_long_t ppc_own_gen;
+
+static void notrace ppc_own_changed(void)
+{
+	smp_mb__before_atomic();	/* the table change, then the bump */
+	atomic_long_inc(&ppc_own_gen);
+}
+
+/*
+ * The NAPI this CPU polls now (0: none): set at __napi_poll() entry,
+ * dropped when ->poll() returns (see ppc_owner_tp()). With it, a one-entry
+ * cache of the owner table for the pool last looked up here, valid while
+ * ppc_own_gen is unchanged (every forgetting bumps it).
+ */
+struct ppc_poll_mark {
+	unsigned long napi;
+	unsigned long pool, owner, gen;
+};
+
+static DEFINE_PER_CPU(struct ppc_poll_mark, ppc_polling);
 
 /* Learning on demand: requested (bit 0), state (see ppc_learn_fn()). */
-enum { PPC_LEARN_IDLE, PPC_LEARN_ARMED, PPC_LEARN_RESTING };
+enum { PPC_LEARN_IDLE, PPC_LEARN_ARMED };
 static unsigned long ppc_learn_req;
 static int ppc_learn_state;
 static unsigned long ppc_learn_since;
@@ -145,21 +171,46 @@ static void notrace ppc_own_learn(unsigned long pool, unsigned long napi)
 		ppc_count(RC_LEARNED);
 	} else if (old != napi && old != PPC_OWN_SHARED) {
 		WRITE_ONCE(b->owner[i], PPC_OWN_SHARED);
+		ppc_own_changed();
 		ppc_count(RC_SHARED);
 	}
 }
 
 /*
+ * Pools whose owner a learning window did not find (they do not allocate
+ * inside a NAPI poll: a dying pool, a refill from process context): the
+ * free path does not ask for them again before PPC_LEARN_REST, so that
+ * they neither keep the probe armed nor hold up learning other pools.
+ * Written under ppc_lock; read locklessly (a stale read only misjudges a
+ * rest).
+ */
+#define PPC_RESTING	8
+static unsigned long ppc_rest_pool[PPC_RESTING];
+static unsigned long ppc_rest_until[PPC_RESTING];
+static unsigned int ppc_rest_next;
+
+static bool ppc_own_resting(unsigned long pool)
+{
+	int i;
+
+	for (i = 0; i < PPC_RESTING; i++)
+		if (READ_ONCE(ppc_rest_pool[i]) == pool &&
+		    time_before(jiffies, READ_ONCE(ppc_rest_until[i])))
+			return true;
+	return false;
+}
+
+/*
  * Are there wanted pools without an owner? With @drop, free their slots
- * (through a grace period) instead. Process context, learner disarmed
- * when dropping.
+ * (through a grace period) and let them rest instead. Process context
+ * under ppc_lock, learner disarmed when dropping.
  */
 static bool ppc_own_unknown(bool drop)
 {
 	struct ppc_own_bucket *b;
 	bool any = false;
 	unsigned long key;
-	int i;
+	int i, r;
 
 	for (b = ppc_owners; b < ppc_owners + PPC_OWN_BUCKETS; b++)
 		for (i = 0; i < PPC_OWN_WAYS; i++) {
@@ -167,11 +218,17 @@ static bool ppc_own_unknown(bool drop)
 			if (key <= PPC_OWN_TOMB || READ_ONCE(b->owner[i]))
 				continue;
 			any = true;
-			if (drop)
-				cmpxchg(&b->pool[i], key, PPC_OWN_TOMB);
+			if (!drop || cmpxchg(&b->pool[i], key, PPC_OWN_TOMB) != key)
+				continue;
+			r = ppc_rest_next++ % PPC_RESTING;
+			WRITE_ONCE(ppc_rest_until[r], jiffies + PPC_LEARN_REST);
+			smp_wmb();	/* a new key is read with its own time */
+			WRITE_ONCE(ppc_rest_pool[r], key);
 		}
-	if (any && drop)
+	if (any && drop) {
+		ppc_own_changed();
 		queue_work(system_wq, &ppc_reclaim_work);
+	}
 	return any;
 }
 
@@ -181,6 +238,8 @@ static bool ppc_own_unknown(bool drop)
  */
 static void ppc_own_want(unsigned long pool)
 {
+	if (ppc_own_resting(pool))
+		return;
 	ppc_own_claim(ppc_bucket(pool), pool);
 	if (READ_ONCE(ppc_learn_req) || test_and_set_bit(0, &ppc_learn_req))
 		return;
@@ -190,10 +249,9 @@ static void ppc_own_want(unsigned long pool)
 /*
  * The learning state machine, run by ppc_learn_work under ppc_lock:
  * IDLE -> ARMED when a wanted pool is unknown; ARMED is checked every
- * 100 ms and ends when every wanted pool is learned (-> IDLE) or after
- * PPC_LEARN_MAX (-> RESTING: the still unknown entries are dropped and
- * nothing is re-armed for PPC_LEARN_REST). The request bit stays set from
- * the free path's request until the machine is IDLE again.
+ * 100 ms and ends (-> IDLE) when every wanted pool is learned or after
+ * PPC_LEARN_MAX; then the pools still unknown are dropped and rest. The
+ * request bit stays set from the free path's request until IDLE again.
  */
 static void ppc_learn_fn(struct work_struct *work)
 {
@@ -208,32 +266,25 @@ static void ppc_learn_fn(struct work_struct *work)
 		if (!ppc_own_unknown(false)) {
 			/* learned meanwhile */
 		} else if (ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, true)) {
-			WRITE_ONCE(ppc_learn_state, PPC_LEARN_RESTING);
-			delay = PPC_LEARN_REST;
+			ppc_own_unknown(true);
 		} else {
 			WRITE_ONCE(ppc_learn_state, PPC_LEARN_ARMED);
 			ppc_learn_since = jiffies;
 			ppc_count(RC_LEARN_ARMS);
 			delay = HZ / 10;
 		}
-	} else if (ppc_learn_state == PPC_LEARN_ARMED) {
-		if (!ppc_own_unknown(false)) {
-			ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
-			WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
-		} else if (time_before(jiffies,
-				       ppc_learn_since + PPC_LEARN_MAX)) {
-			delay = HZ / 10;
-		} else {
-			ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
-			ppc_own_unknown(true);
-			pr_info("recycle: %u ms of learning did not find the owner of every pool met in a poll (pools that allocate outside NAPI polls?); their pages keep using the ring, next try in %u s\n",
-				jiffies_to_msecs(PPC_LEARN_MAX),
-				jiffies_to_msecs(PPC_LEARN_REST) / 1000);
-			WRITE_ONCE(ppc_learn_state, PPC_LEARN_RESTING);
-			delay = PPC_LEARN_REST;
-		}
-	} else {
+	} else if (!ppc_own_unknown(false)) {
+		ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
 		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+	} else if (time_before(jiffies, ppc_learn_since + PPC_LEARN_MAX)) {
+		delay = HZ / 10;
+	} else {
+		ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
+		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+		ppc_own_unknown(true);
+		pr_info("recycle: no owner found in %u ms for some pools met in a NAPI poll (they do not allocate inside one: dying, or refilled elsewhere); their pages use the ring, next try in %u s\n",
+			jiffies_to_msecs(PPC_LEARN_MAX),
+			jiffies_to_msecs(PPC_LEARN_REST) / 1000);
 	}
 	if (delay)
 		queue_delayed_work(system_wq, &ppc_learn_work, delay);
@@ -285,6 +336,7 @@ void notrace ppc_owner_pool_destroy_cb(unsigned long ip,
 		hit = true;
 	}
 	if (hit) {
+		ppc_own_changed();
 		ppc_count(RC_FORGOT_DESTROY);
 		queue_work(system_wq, &ppc_reclaim_work);
 	}
@@ -298,22 +350,38 @@ void notrace ppc_owner_pool_destroy_cb(unsigned long ip,
  * @fregs: arguments
  *
  * The NAPI is going away (its memory may be reused by another NAPI): every
- * pool it owned goes back to unknown. Notrace, calls nothing traced.
+ * pool it owned is forgotten, as at page_pool_destroy(); a pool that lives
+ * on is learned again when the free path next meets it. Notrace, calls
+ * nothing traced but queue_work_on().
  */
 void notrace ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
 				   struct ftrace_ops *op,
 				   struct ftrace_regs *fregs)
 {
 	unsigned long napi = ppc_fregs_arg0(fregs);
-	int b, i;
+	struct ppc_own_bucket *b;
+	bool hit = false;
+	int i, cpu;
 
 	if (!napi)
 		return;
-	for (b = 0; b < PPC_OWN_BUCKETS; b++)
-		for (i = 0; i < PPC_OWN_WAYS; i++)
-			if (READ_ONCE(ppc_owners[b].owner[i]) == napi &&
-			    cmpxchg(&ppc_owners[b].owner[i], napi, 0) == napi)
-				ppc_count(RC_FORGOT_NAPI);
+	/* Disabled before deletion, so no CPU polls it: no mark can be live. */
+	for_each_possible_cpu(cpu)
+		cmpxchg(per_cpu_ptr(&ppc_polling.napi, cpu), napi, 0);
+	for (b = ppc_owners; b < ppc_owners + PPC_OWN_BUCKETS; b++)
+		for (i = 0; i < PPC_OWN_WAYS; i++) {
+			if (READ_ONCE(b->owner[i]) != napi ||
+			    cmpxchg(&b->owner[i], napi, 0) != napi)
+				continue;
+			smp_wmb();	/* owner gone before the key changes */
+			WRITE_ONCE(b->pool[i], PPC_OWN_TOMB);
+			ppc_count(RC_FORGOT_NAPI);
+			hit = true;
+		}
+	if (hit) {
+		ppc_own_changed();
+		queue_work(system_wq, &ppc_reclaim_work);
+	}
 }
 
 /**
@@ -333,37 +401,79 @@ void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 
 	if (!in_softirq() || in_hardirq() || in_nmi())
 		return;
-	napi = this_cpu_read(ppc_polling);
+	napi = this_cpu_read(ppc_polling.napi);
 	if (napi)
 		ppc_own_learn(ppc_fregs_arg0(fregs), napi);
 }
 
 /**
- * ppc_owner_poll_enter() - kretprobe entry handler on __napi_poll()
- * @ri: this call's instance (data: the NAPI polled before, if nested)
- * @regs: registers at entry (the napi_struct first)
+ * ppc_owner_poll_cb() - ftrace callback on __napi_poll() entry
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments (the napi_struct first)
  *
- * Return: 0, so that the return is seen.
+ * This CPU polls that NAPI from now on. __napi_poll() always runs with
+ * bottom halves disabled (net_rx_action() or a NAPI thread). Notrace,
+ * calls nothing traced.
  */
-int ppc_owner_poll_enter(struct kretprobe_instance *ri, struct pt_regs *regs)
+void notrace ppc_owner_poll_cb(unsigned long ip, unsigned long parent_ip,
+			       struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
-	*(unsigned long *)ri->data = this_cpu_read(ppc_polling);
-	this_cpu_write(ppc_polling, regs_get_kernel_argument(regs, 0));
+	struct napi_struct *napi = (void *)ppc_fregs_arg0(fregs);
+	struct ppc_poll_mark *m;
+
+	if (!in_softirq() || in_hardirq() || in_nmi())
+		return;
+	m = this_cpu_ptr(&ppc_polling);
+	/*
+	 * Not scheduled: __napi_poll() skips ->poll() and fires no tracepoint
+	 * to end the mark. The bit cannot change meanwhile: the caller holds
+	 * the NAPI's netpoll lock, the only other poller.
+	 */
+	if (!test_bit(NAPI_STATE_SCHED, &napi->state)) {
+		WRITE_ONCE(m->napi, 0);
+		return;
+	}
+	WRITE_ONCE(m->napi, (unsigned long)napi);
 	ppc_count(RC_POLLS);
-	return 0;
+}
+
+/*
+ * Probe on the napi:napi_poll tracepoint, which __napi_poll() fires right
+ * after ->poll() returns (net/core/dev.c:6647 in 6.1, the same in 6.12):
+ * the mark ends there. What __napi_poll() still does after it when the
+ * whole budget was used (flush GRO, deliver the batched list) runs
+ * unmarked and uses the ring: a little lost, nothing unsafe, and no rule
+ * about when a NAPI leaves this CPU to get right. Busy polling and netpoll
+ * fire the tracepoint for a NAPI that is not this CPU's mark: ignored.
+ */
+static void notrace ppc_owner_tp(void *data, struct napi_struct *napi,
+				 int work, int budget)
+{
+	struct ppc_poll_mark *m = this_cpu_ptr(&ppc_polling);
+
+	if (READ_ONCE(m->napi) == (unsigned long)napi)
+		WRITE_ONCE(m->napi, 0);
 }
 
 /**
- * ppc_owner_poll_exit() - kretprobe return handler on __napi_poll()
- * @ri: this call's instance
- * @regs: registers at return
+ * ppc_owner_tp_register() - attach ppc_owner_tp() to napi:napi_poll
  *
- * Return: 0.
+ * Return: 0 or a negative errno.
  */
-int ppc_owner_poll_exit(struct kretprobe_instance *ri, struct pt_regs *regs)
+int ppc_owner_tp_register(void)
 {
-	this_cpu_write(ppc_polling, *(unsigned long *)ri->data);
-	return 0;
+	return register_trace_napi_poll(ppc_owner_tp, NULL);
+}
+
+/**
+ * ppc_owner_tp_unregister() - detach it and wait until no CPU runs it
+ */
+void ppc_owner_tp_unregister(void)
+{
+	unregister_trace_napi_poll(ppc_owner_tp, NULL);
+	tracepoint_synchronize_unregister();
 }
 
 static void ppc_owner_clear(void)
@@ -371,8 +481,11 @@ static void ppc_owner_clear(void)
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		WRITE_ONCE(per_cpu(ppc_polling, cpu), 0);
+		memset(per_cpu_ptr(&ppc_polling, cpu), 0,
+		       sizeof(struct ppc_poll_mark));
 	memset(ppc_owners, 0, sizeof(ppc_owners));
+	ppc_own_changed();
+	memset(ppc_rest_pool, 0, sizeof(ppc_rest_pool));
 }
 
 /**
@@ -386,14 +499,22 @@ void ppc_owner_reset(void)
 	lockdep_assert_held(&ppc_lock);
 	flush_work(&ppc_reclaim_work);
 	ppc_owner_clear();
+	/*
+	 * A rest left from an earlier "on" must not delay learning now. Not
+	 * _sync: the work takes ppc_lock; if it runs meanwhile it finds the
+	 * state IDLE and acts on the present table.
+	 */
+	cancel_delayed_work(&ppc_learn_work);
+	WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+	clear_bit(0, &ppc_learn_req);
 }
 
 /**
  * ppc_owner_stop() - retire the tracker after leaving "on"
  *
  * Called with ppc_lock held, after the mode left "on" and the tracker
- * hooks are gone. A poll that was running when the kretprobe went away
- * returns without its handler and would leave a stale "polling" mark, so
+ * hooks are gone. A poll that was running when the probes went away
+ * ends without its tracepoint and would leave a stale "polling" mark, so
  * every mark is cleared once no reader can be using one.
  */
 void ppc_owner_stop(void)
@@ -443,7 +564,6 @@ void ppc_owner_show(struct seq_file *m)
 	seq_printf(m, "recycle.tracked_shared %d\n", shared);
 	seq_printf(m, "recycle.learning %s\n",
 		   READ_ONCE(ppc_learn_state) == PPC_LEARN_ARMED ? "armed" :
-		   READ_ONCE(ppc_learn_state) == PPC_LEARN_RESTING ? "resting" :
 		   "idle");
 }
 
@@ -454,30 +574,42 @@ void ppc_owner_show(struct seq_file *m)
  */
 static bool ppc_direct_ok(unsigned long pool, bool placed)
 {
-	unsigned long owner, polling;
+	struct ppc_poll_mark *m;
+	unsigned long owner, gen;
 
 	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !in_softirq() || in_hardirq() ||
 	    in_nmi()) {
 		ppc_count(RC_DENY_NOT_SOFTIRQ);
 		return false;
 	}
-	if (placed) {
+	m = this_cpu_ptr(&ppc_polling);
+	/* In no poll, whoever owns the pool is not polled here. */
+	if (placed || !m->napi) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}
-	polling = this_cpu_read(ppc_polling);
-	owner = ppc_own_lookup(pool);
+	gen = atomic_long_read(&ppc_own_gen);
+	smp_rmb();	/* pairs with ppc_own_changed() */
+	if (m->pool == pool && m->gen == gen) {
+		owner = m->owner;
+	} else {
+		owner = ppc_own_lookup(pool);
+		if (owner > PPC_OWN_SHARED) {
+			m->pool = pool;
+			m->owner = owner;
+			m->gen = gen;
+		}
+	}
 	if (!owner) {
 		ppc_count(RC_DENY_UNKNOWN);
-		if (polling)
-			ppc_own_want(pool);
+		ppc_own_want(pool);
 		return false;
 	}
 	if (owner == PPC_OWN_SHARED) {
 		ppc_count(RC_DENY_SHARED);
 		return false;
 	}
-	if (owner != polling) {
+	if (owner != m->napi) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}
@@ -504,6 +636,7 @@ static bool ppc_put(netmem_ref netmem)
 {
 	struct page_pool *pool;
 	bool direct = false;
+	bool placed;
 
 	netmem = netmem_compound_head(netmem);
 	/* pp_magic test with Debian 6.12's DMA-index bits masked. */
@@ -513,12 +646,12 @@ static bool ppc_put(netmem_ref netmem)
 		return false;
 	}
 	pool = netmem_get_pp(netmem);
-	if (ppc_kernel_napi_local(pool)) {
+	/* Only a pool with .napi or a cpuid can meet the kernel's own rule. */
+	placed = READ_ONCE(pool->p.napi) || READ_ONCE(pool->cpuid) >= 0;
+	if (placed && ppc_kernel_napi_local(pool)) {
 		ppc_count(RC_UPSTREAM_DIRECT);
 	} else if (ppc_path_mode(RECYCLE) == PPC_MODE_ON &&
-		   ppc_direct_ok((unsigned long)pool,
-				 READ_ONCE(pool->p.napi) ||
-				 READ_ONCE(pool->cpuid) >= 0)) {
+		   ppc_direct_ok((unsigned long)pool, placed)) {
 		/* A pool upstream cannot place: ppcoal's tracker can. */
 		direct = true;
 		ppc_count(RC_DIRECT);

@@ -2,7 +2,7 @@
 /*
  * ppcoal tables: modes, paths and hook targets, each declared once here.
  * No include guard on purpose: every consumer defines the row macro it
- * wants (PPC_MODE, PPC_PATH, PPC_HOOK or PPC_RETPROBE), includes this
+ * wants (PPC_MODE, PPC_PATH, PPC_HOOK or PPC_TRACEPOINT), includes this
  * file, and undefines the macro again (the include/linux/bpf_types.h
  * pattern).
  */
@@ -41,6 +41,8 @@ PPC_HOOK(COALESCE, COALESCE, PATH, NULL, "skb_try_coalesce",
 	 ppc_skb_try_coalesce, NULL, true)
 PPC_HOOK(RECYCLE, RECYCLE, PATH, NULL, PPC_RECYCLE_TARGET,
 	 ppc_recycle_put, NULL, true)
+PPC_HOOK(POLL_ENTER, RECYCLE, ON, NULL, "__napi_poll",
+	 NULL, ppc_owner_poll_cb, false)
 PPC_HOOK(POOL_DESTROY, RECYCLE, ON, NULL, "page_pool_destroy",
 	 NULL, ppc_owner_pool_destroy_cb, false)
 PPC_HOOK(NAPI_DEL, RECYCLE, ON, NULL, "__netif_napi_del",
@@ -66,12 +68,12 @@ PPC_HOOK(RX_FRAG, VIRTIO, PATH, NULL, PPC_RX_FRAG_TARGET,
 	 NULL, ppc_virtio_rx_frag_cb, false)
 #endif
 
-#ifdef PPC_RETPROBE
+#ifdef PPC_TRACEPOINT
 /*
- * PPC_RETPROBE(id, path, arm, symbol, entry, ret): a kretprobe, for the
- * targets whose return must be seen (NAPI poll entry and exit). Only for
- * vmlinux symbols; entry and ret are kretprobe handlers.
+ * PPC_TRACEPOINT(id, path, arm, name, reg, unreg): a probe on an exported
+ * tracepoint; reg() registers it (0 or -errno), unreg() removes it and
+ * waits until no CPU runs it.
  */
-PPC_RETPROBE(NAPI_POLL, RECYCLE, ON, "__napi_poll",
-	     ppc_owner_poll_enter, ppc_owner_poll_exit)
+PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
+	       ppc_owner_tp_register, ppc_owner_tp_unregister)
 #endif

@@ -197,7 +197,7 @@ fixture_up() {
 	"$IP" netns exec peer "$IP" link set ppf1 up || return 1
 	"$IP" addr add $FSELF/24 dev ppf0 || return 1
 	"$IP" link set ppf0 up || return 1
-	pgrep -f "iperf3 -s -D -B $FPEER" >/dev/null ||
+	ps | grep -q "[i]perf3 -s -D -B $FPEER$" ||
 		"$IP" netns exec peer iperf3 -s -D -B $FPEER >/dev/null 2>&1
 	i=0
 	while ! ping -c 1 -W 1 $FPEER >/dev/null 2>&1; do

@@ -22,6 +22,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 static int bpf(int cmd, union bpf_attr *attr)
 {
 	return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
@@ -57,7 +59,7 @@ int main(int argc, char **argv)
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_type = BPF_PROG_TYPE_XDP;
 	attr.insns = (uint64_t)(uintptr_t)prog;
-	attr.insn_cnt = sizeof(prog) / sizeof(prog[0]);
+	attr.insn_cnt = ARRAY_SIZE(prog);
 	attr.license = (uint64_t)(uintptr_t)"GPL";
 	attr.log_buf = (uint64_t)(uintptr_t)log;
 	attr.log_size = sizeof(log);

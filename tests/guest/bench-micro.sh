@@ -1,0 +1,90 @@
+#!/bin/sh
+# Per-operation microbenchmarks (not a test), for guests where iperf3
+# cannot resolve gains of this size: tests/modules/ppcoal_microbench.c
+# times each operation in a loop of N on one CPU and reports ns per op.
+#   call_*: a call of a hooked function, under ppcoal's off / observe / on
+#           (rotating order); the differences are the hook's cost per call.
+#   pairs:  the stock and the optimised operation, no ppcoal hook on the
+#           way (all paths off), in alternating order per repetition.
+# Prints "BENCH kind mode rep value" lines, value in ns per operation:
+#   call_coalesce_ns  off|observe|on     skb_try_coalesce, refused at once
+#   call_recycle_ns   off|observe|on     page_pool_return_skb_page / napi_pp_put_page
+#   call_build_skb_ns off|observe|on     build_skb outside virtio_net
+#   recycle_ns        ring|direct        page-pool free + allocation
+#   build_ns          build_skb|napi_build_skb
+#   coalesce_ns       refused|ok         queue vs coalesce a page-pool skb
+# then BENCH-ERROR lines if anything went wrong, and BENCH-DONE.
+. /tests/lib.sh
+reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
+reps=${reps:-5}
+n=100000
+D=/sys/kernel/debug/ppcoal_microbench/run
+insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod ppcoal"; echo BENCH-DONE; exit 0; }
+insmod /ko/ppcoal_microbench.ko || { echo "BENCH-ERROR insmod ppcoal_microbench"; echo BENCH-DONE; exit 0; }
+
+# mb OP [N]: run OP N times; prints its ns per operation
+mb() {
+	echo "$1 ${2:-$n}" >$D 2>/dev/null || return 1
+	# shellcheck disable=SC2046 # "OP ns_per_op total_ns n"
+	set -- $(cat $D)
+	[ $# = 4 ] || return 1
+	echo "$2"
+}
+# one KIND MODE REP OP: one BENCH line
+one() {
+	if mb_v=$(mb "$4"); then
+		echo "BENCH $1 $2 $3 $mb_v"
+	else
+		echo "BENCH-ERROR $4 failed (rep $3, $1 $2)"
+	fi
+}
+# pair KIND REP STOCK_MODE STOCK_OP OPT_MODE OPT_OP: stock first on even reps
+pair() {
+	if [ $(($2 % 2)) = 0 ]; then
+		one "$1" "$3" "$2" "$4"
+		one "$1" "$5" "$2" "$6"
+	else
+		one "$1" "$5" "$2" "$6"
+		one "$1" "$3" "$2" "$4"
+	fi
+}
+# call PATH OP COUNTER REP: OP under each mode of PATH; in observe and on
+# the path's COUNTER must have seen every call
+call() {
+	for call_m in $(mode_order "$4"); do
+		echo "$call_m" >"$P/$1" || { echo "BENCH-ERROR cannot set $1=$call_m"; continue; }
+		call_st=$(val "$1.state")
+		if [ "$call_m" != off ] && [ "$call_st" != attached ]; then
+			echo "BENCH-ERROR $1=$call_m: $1.state $call_st"
+			continue
+		fi
+		snap /tmp/a
+		one "${2}_ns" "$call_m" "$4" "$2"
+		snap /tmp/b
+		call_d=$(delta "$3" /tmp/a /tmp/b)
+		[ "$call_m" = off ] || [ "$call_d" -ge "$n" ] ||
+			echo "BENCH-ERROR $2 under $1=$call_m: $3 moved by $call_d, not $n"
+	done
+	echo off >"$P/$1"
+}
+
+# Warm-up, untimed: caches, slabs and the pool's pages settle.
+for op in call_coalesce call_recycle call_build_skb recycle_ring recycle_direct \
+	build_skb napi_build_skb coalesce_ok coalesce_refused; do
+	mb $op 10000 >/dev/null || echo "BENCH-ERROR warm-up $op failed"
+done
+r=0
+while [ $r -lt "$reps" ]; do
+	call coalesce call_coalesce coalesce.calls $r
+	call recycle call_recycle recycle.calls $r
+	call virtio call_build_skb virtio.other_build_skb $r
+	pair recycle_ns $r ring recycle_ring direct recycle_direct
+	pair build_ns $r build_skb build_skb napi_build_skb napi_build_skb
+	pair coalesce_ns $r refused coalesce_refused ok coalesce_ok
+	r=$((r + 1))
+done
+# Unloading checks the pool once more (pool LEAK in dmesg if a page is out).
+rmmod ppcoal_microbench || echo "BENCH-ERROR rmmod ppcoal_microbench"
+dmesg | grep -E 'LEAK|WARNING:|BUG:|Oops|ppcoal_microbench: .*refused' | head -n 5 |
+	while read -r l; do echo "BENCH-ERROR dmesg: $l"; done
+echo BENCH-DONE

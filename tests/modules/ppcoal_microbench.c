@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ppcoal_microbench: per-operation timings for the ppcoal benchmark, for
+ * guests (single-threaded TCG) where iperf3 cannot resolve the gains.
+ *
+ * Write "OP [N]" to /sys/kernel/debug/ppcoal_microbench/run to run OP N
+ * times (default PPMB_DEFAULT_N, at most PPMB_MAX_N); reading the file
+ * then gives "OP ns_per_op total_ns n" of the last run (one decimal, n the
+ * iterations that ran). A run executes on one CPU (a work item bound to
+ * the writer's CPU) in chunks of PPMB_CHUNK iterations, each with bottom
+ * halves disabled (preemption only for call_coalesce) and timed as a whole
+ * with ktime_get_ns(); total_ns is the sum of the chunks. Between chunks
+ * the CPU is given back (cond_resched), and a run stops after
+ * PPMB_MAX_WALL_NS of wall time. Setup and teardown are not timed.
+ *
+ * The ops (every op frees what it allocates; ops using the module's
+ * page_pool, one buffer per page and order 0, end with a check that no
+ * page is outside the pool, "pool LEAK" in dmesg and -EIO otherwise):
+ *
+ * call_coalesce: skb_try_coalesce(to, from) with to cloned, refused by
+ *   the first test of both the kernel and ppcoal's shadow: the cheapest
+ *   call. Run under coalesce=off, observe and on, the differences are the
+ *   cost per call of the hook as ppcoal installs it (ftrace redirect,
+ *   counters, in-flight accounting), not of any coalescing decision.
+ * call_recycle: the per-page free of a page-pool skb, called directly as
+ *   skb frees call it: page_pool_return_skb_page(page) (6.1) or
+ *   napi_pp_put_page(netmem) (6.12) on a page fresh from the pool. Under
+ *   recycle=off, observe and on the differences are the hook plus decision
+ *   cost. This is not a NAPI poll of the pool's owner, so ppcoal's "on"
+ *   never decides "direct" here: all three modes put the page through the
+ *   ring (6.12's own NAPI-local rule says no too: the pool names neither a
+ *   NAPI nor a CPU). What direct recycling saves is recycle_direct below.
+ * call_build_skb: build_skb() on a napi_alloc_frag() buffer, then
+ *   napi_consume_skb(). A caller outside virtio_net: ppcoal's virtio path
+ *   only counts it and passes it through, so virtio=off, observe and on
+ *   differ by the cost of the build_skb hook on every other caller.
+ * recycle_ring / recycle_direct: page_pool_alloc_pages() then
+ *   page_pool_put_full_page(pool, page, false or true): the operation
+ *   direct recycling saves, with no ppcoal function involved. The ring arm
+ *   puts under the ring's producer lock and the allocator takes pages
+ *   back from the ring in refills of 64 (page_pool_refill_alloc_cache);
+ *   the direct arm keeps the page in the lockless allocation cache (6.1
+ *   needs in_softirq() for that: disabled bottom halves give it). ns per
+ *   free + allocation.
+ * build_skb / napi_build_skb: napi_alloc_frag() of a 256-byte buffer plus
+ *   shared info, build_skb() or napi_build_skb() around it, then
+ *   napi_consume_skb(skb, 64), which puts the sk_buff into the per-CPU NAPI
+ *   cache that only napi_build_skb() takes from. What virtio=on changes per
+ *   received packet (run with virtio=off, the runner does, so that no hook
+ *   sits on build_skb).
+ * coalesce_ok / coalesce_refused: what coalescing a page-pool skb on the
+ *   TCP receive queue saves. Each iteration builds "from" as a header-split
+ *   receive does (a 66-byte linear part of headers, 256 bytes of payload
+ *   in a page frag from the pool, skb_mark_for_recycle), pulls the headers
+ *   as TCP has when it queues, clones it and frees the clone (a packet tap's
+ *   copy). Then
+ *     ok:      the first skb of a batch of PPMB_BATCH (MAX_SKB_FRAGS) is
+ *              queued as "to"; every later one is coalesced into it by
+ *              skb_try_coalesce() (its frag moves: to is nonlinear, so has
+ *              no tailroom) and freed as TCP does,
+ *              kfree_skb_partial(from, fragstolen);
+ *     refused: every skb is queued (__skb_queue_tail, as tcp_queue_rcv).
+ *   After each batch the queue is emptied (dequeue + kfree_skb, as the
+ *   reader frees it), which returns every page of the batch to the pool
+ *   in both arms. The clone is freed before the coalesce, so that the
+ *   stock kernel of either family coalesces (6.1 refuses a cloned
+ *   page-pool from): the ok arm measures the coalesce operation, not
+ *   ppcoal's clone handling, whose extra work on 6.1 coalesce=on (a
+ *   detached page, a fragment reference) it leaves out; the saving it
+ *   shows is an upper bound of what coalesce=on saves for a real clone.
+ *   The refused arm leaves out the refused skb_try_coalesce() call TCP
+ *   makes before queueing (its cost is call_coalesce under coalesce=off),
+ *   and neither arm includes socket memory accounting or the reader's
+ *   per-skb work, which coalescing also saves.
+ *
+ * Limits: TCG nanoseconds are not hardware nanoseconds (compare ratios and
+ * differences, interleaved); no cache effects are emulated; a pair only
+ * compares when ppcoal's paths are off during both of its arms (a hooked
+ * skb_try_coalesce would burden only the ok arm). Test-only code: it reads
+ * page_pool internals to count pages.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <linux/sched.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+
+#include "ppcoal_kcompat.h"
+#ifdef PPC_HAVE_PAGE_POOL_HELPERS_H
+#include <net/page_pool/helpers.h>
+#else
+#include <net/page_pool.h>
+#endif
+#ifdef PPC_HAVE_SKBUFF_REF_H
+#include <linux/skbuff_ref.h>
+#endif
+#include "ppf_pool_count.h"
+
+#define PPMB_DEFAULT_N	100000U
+#define PPMB_MAX_N	10000000U
+#define PPMB_CHUNK	1000U
+#define PPMB_MAX_WALL_NS (10ULL * NSEC_PER_SEC)
+#define PPMB_HLEN	66	/* Ethernet, IPv4 and TCP with timestamps */
+#define PPMB_PAYLOAD	256
+#define PPMB_BATCH	MAX_SKB_FRAGS
+#define PPMB_BUDGET	NAPI_POLL_WEIGHT
+#define PPMB_BUF_SIZE	(SKB_DATA_ALIGN(PPMB_PAYLOAD) + \
+			 SKB_DATA_ALIGN(sizeof(struct skb_shared_info)))
+
+/* One run: the op, its iteration counts and time, and the op's state. */
+struct ppmb_run {
+	const struct ppmb_op *op;
+	u32 n;			/* asked for */
+	u32 done;		/* iterations run */
+	u64 ns;			/* time of the chunks */
+	int err;
+	/* call_coalesce */
+	struct sk_buff *to, *to_clone, *from;
+	/* coalesce_ok, coalesce_refused: to is the queue's tail (ok) */
+	struct sk_buff_head q;
+	unsigned int batch;
+	unsigned long refused;
+};
+
+struct ppmb_op {
+	const char *name;
+	bool bh;		/* chunks run with bottom halves disabled */
+	bool pool;		/* uses ppmb_pool: checked after the run */
+	int (*setup)(struct ppmb_run *r);
+	void (*loop)(struct ppmb_run *r, u32 n);
+	void (*teardown)(struct ppmb_run *r);
+};
+
+static struct page_pool *ppmb_pool;
+static struct dentry *ppmb_dir;
+static DEFINE_MUTEX(ppmb_lock);	/* one run at a time; ppmb_result */
+static char ppmb_result[96];
+
+/* call_coalesce: a pair the kernel refuses at once (to is cloned). */
+static int ppmb_call_coalesce_setup(struct ppmb_run *r)
+{
+	r->to = alloc_skb(128, GFP_KERNEL);
+	r->from = alloc_skb(128, GFP_KERNEL);
+	if (!r->to || !r->from)
+		return -ENOMEM;
+	skb_put_zero(r->to, 64);
+	skb_put_zero(r->from, 64);
+	r->to_clone = skb_clone(r->to, GFP_KERNEL);
+	return r->to_clone ? 0 : -ENOMEM;
+}
+
+static void ppmb_call_coalesce_loop(struct ppmb_run *r, u32 n)
+{
+	bool stolen;
+	int delta;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		if (unlikely(skb_try_coalesce(r->to, r->from, &stolen,
+					      &delta))) {
+			r->err = -EIO;	/* a cloned to cannot coalesce */
+			return;
+		}
+	}
+}
+
+static void ppmb_call_coalesce_teardown(struct ppmb_run *r)
+{
+	kfree_skb(r->to_clone);
+	kfree_skb(r->to);
+	kfree_skb(r->from);
+}
+
+/* What the skb free path calls for each page of a pp_recycle skb. */
+static __always_inline bool ppmb_skb_page_free(struct page *page)
+{
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+	return napi_pp_put_page(page_to_netmem(page));
+#else
+	return page_pool_return_skb_page(page);
+#endif
+}
+
+static void ppmb_call_recycle_loop(struct ppmb_run *r, u32 n)
+{
+	struct page *page;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
+		if (unlikely(!page)) {
+			r->err = -ENOMEM;
+			return;
+		}
+		if (unlikely(!ppmb_skb_page_free(page))) {
+			/* not taken for a pool page: put it back ourselves */
+			page_pool_put_full_page(ppmb_pool, page, false);
+			r->err = -EIO;
+			return;
+		}
+	}
+}
+
+static __always_inline void ppmb_recycle(struct ppmb_run *r, u32 n,
+					 bool direct)
+{
+	struct page *page;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
+		if (unlikely(!page)) {
+			r->err = -ENOMEM;
+			return;
+		}
+		page_pool_put_full_page(ppmb_pool, page, direct);
+	}
+}
+
+static void ppmb_recycle_ring_loop(struct ppmb_run *r, u32 n)
+{
+	ppmb_recycle(r, n, false);
+}
+
+static void ppmb_recycle_direct_loop(struct ppmb_run *r, u32 n)
+{
+	ppmb_recycle(r, n, true);
+}
+
+static __always_inline void ppmb_build(struct ppmb_run *r, u32 n, bool napi)
+{
+	struct sk_buff *skb;
+	void *data;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		data = napi_alloc_frag(PPMB_BUF_SIZE);
+		if (unlikely(!data)) {
+			r->err = -ENOMEM;
+			return;
+		}
+		skb = napi ? napi_build_skb(data, PPMB_BUF_SIZE) :
+			     build_skb(data, PPMB_BUF_SIZE);
+		if (unlikely(!skb)) {
+			page_frag_free(data);
+			r->err = -ENOMEM;
+			return;
+		}
+		napi_consume_skb(skb, PPMB_BUDGET);
+	}
+}
+
+static void ppmb_build_skb_loop(struct ppmb_run *r, u32 n)
+{
+	ppmb_build(r, n, false);
+}
+
+static void ppmb_napi_build_skb_loop(struct ppmb_run *r, u32 n)
+{
+	ppmb_build(r, n, true);
+}
+
+/*
+ * A received page-pool skb as TCP queues it: headers pulled, 256 bytes of
+ * payload left in one pool page frag, nothing in the linear part.
+ */
+static struct sk_buff *ppmb_pp_skb(void)
+{
+	struct sk_buff *skb;
+	struct page *page;
+
+	skb = alloc_skb(PPMB_HLEN, GFP_ATOMIC);
+	if (unlikely(!skb))
+		return NULL;
+	page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
+	if (unlikely(!page)) {
+		kfree_skb(skb);
+		return NULL;
+	}
+	skb_put_zero(skb, PPMB_HLEN);
+	skb_add_rx_frag(skb, 0, page, 0, PPMB_PAYLOAD, PAGE_SIZE);
+	skb_mark_for_recycle(skb);
+	__skb_pull(skb, PPMB_HLEN);
+	return skb;
+}
+
+static int ppmb_coalesce_setup(struct ppmb_run *r)
+{
+	__skb_queue_head_init(&r->q);
+	return 0;
+}
+
+/* The reader empties the receive queue. */
+static void ppmb_coalesce_purge(struct ppmb_run *r)
+{
+	struct sk_buff *skb;
+
+	while ((skb = __skb_dequeue(&r->q)))
+		kfree_skb(skb);
+	r->to = NULL;
+	r->batch = 0;
+}
+
+static __always_inline void ppmb_coalesce(struct ppmb_run *r, u32 n, bool ok)
+{
+	struct sk_buff *from, *clone;
+	bool stolen;
+	int delta;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		from = ppmb_pp_skb();
+		if (unlikely(!from)) {
+			r->err = -ENOMEM;
+			return;
+		}
+		clone = skb_clone(from, GFP_ATOMIC);
+		if (unlikely(!clone)) {
+			kfree_skb(from);
+			r->err = -ENOMEM;
+			return;
+		}
+		consume_skb(clone);
+		if (ok && r->to) {
+			if (likely(skb_try_coalesce(r->to, from, &stolen,
+						    &delta))) {
+				kfree_skb_partial(from, stolen);
+				goto next;
+			}
+			r->refused++;
+		}
+		__skb_queue_tail(&r->q, from);
+		if (ok)
+			r->to = from;
+next:
+		if (++r->batch == PPMB_BATCH)
+			ppmb_coalesce_purge(r);
+	}
+}
+
+static void ppmb_coalesce_ok_loop(struct ppmb_run *r, u32 n)
+{
+	ppmb_coalesce(r, n, true);
+}
+
+static void ppmb_coalesce_refused_loop(struct ppmb_run *r, u32 n)
+{
+	ppmb_coalesce(r, n, false);
+}
+
+static void ppmb_coalesce_teardown(struct ppmb_run *r)
+{
+	local_bh_disable();
+	ppmb_coalesce_purge(r);
+	local_bh_enable();
+	if (r->refused) {
+		pr_err("%s: %lu skbs refused by skb_try_coalesce, the arm did not measure coalescing\n",
+		       r->op->name, r->refused);
+		if (!r->err)
+			r->err = -EIO;
+	}
+}
+
+static const struct ppmb_op ppmb_ops[] = {
+	{ .name = "call_coalesce", .setup = ppmb_call_coalesce_setup,
+	  .loop = ppmb_call_coalesce_loop,
+	  .teardown = ppmb_call_coalesce_teardown },
+	{ .name = "call_recycle", .bh = true, .pool = true,
+	  .loop = ppmb_call_recycle_loop },
+	{ .name = "call_build_skb", .bh = true,
+	  .loop = ppmb_build_skb_loop },
+	{ .name = "recycle_ring", .bh = true, .pool = true,
+	  .loop = ppmb_recycle_ring_loop },
+	{ .name = "recycle_direct", .bh = true, .pool = true,
+	  .loop = ppmb_recycle_direct_loop },
+	{ .name = "build_skb", .bh = true, .loop = ppmb_build_skb_loop },
+	{ .name = "napi_build_skb", .bh = true,
+	  .loop = ppmb_napi_build_skb_loop },
+	{ .name = "coalesce_ok", .bh = true, .pool = true,
+	  .setup = ppmb_coalesce_setup, .loop = ppmb_coalesce_ok_loop,
+	  .teardown = ppmb_coalesce_teardown },
+	{ .name = "coalesce_refused", .bh = true, .pool = true,
+	  .setup = ppmb_coalesce_setup, .loop = ppmb_coalesce_refused_loop,
+	  .teardown = ppmb_coalesce_teardown },
+};
+
+/* Are all pages of the pool back in it? pr_err "pool LEAK" if not. */
+static int ppmb_pool_check(const char *what)
+{
+	struct ppf_count c;
+
+	ppf_count_pool(ppmb_pool, &c);
+	if (!c.inflight)
+		return 0;
+	pr_err("%s: pool LEAK: %ld pages in flight (hold %ld release %ld cached %ld ring %ld)\n",
+	       what, c.inflight, c.hold, c.release, c.cached, c.ring);
+	return -EIO;
+}
+
+/* Runs on the chosen CPU, in a work item (process context). */
+static long ppmb_exec(void *arg)
+{
+	struct ppmb_run *r = arg;
+	const struct ppmb_op *op = r->op;
+	u64 start, t0;
+	u32 c;
+
+	if (op->setup)
+		r->err = op->setup(r);
+	start = ktime_get_ns();
+	while (!r->err && r->done < r->n) {
+		c = min(r->n - r->done, PPMB_CHUNK);
+		if (op->bh)
+			local_bh_disable();
+		else
+			preempt_disable();
+		t0 = ktime_get_ns();
+		op->loop(r, c);
+		r->ns += ktime_get_ns() - t0;
+		if (op->bh)
+			local_bh_enable();
+		else
+			preempt_enable();
+		r->done += c;
+		if (ktime_get_ns() - start > PPMB_MAX_WALL_NS)
+			break;
+		cond_resched();
+	}
+	if (op->teardown)
+		op->teardown(r);
+	return 0;
+}
+
+static const struct ppmb_op *ppmb_find(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ppmb_ops); i++)
+		if (!strcmp(ppmb_ops[i].name, name))
+			return &ppmb_ops[i];
+	return NULL;
+}
+
+static ssize_t ppmb_write(struct file *file, const char __user *ubuf,
+			  size_t len, loff_t *ppos)
+{
+	const struct ppmb_op *op;
+	struct ppmb_run *r;
+	char buf[64], *s, *name;
+	u32 n = PPMB_DEFAULT_N;
+	u64 tenths;
+	long ret;
+
+	if (!len || len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	s = strim(buf);
+	name = strsep(&s, " \t");
+	if (s) {
+		s = skip_spaces(s);
+		if (*s) {
+			ret = kstrtou32(s, 10, &n);
+			if (ret)
+				return ret;
+		}
+	}
+	op = ppmb_find(name);
+	if (!op || !n)
+		return -EINVAL;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	r->op = op;
+	r->n = min(n, PPMB_MAX_N);
+
+	ret = mutex_lock_interruptible(&ppmb_lock);
+	if (ret)
+		goto free;
+	ppmb_result[0] = '\0';
+	ret = work_on_cpu_safe(raw_smp_processor_id(), ppmb_exec, r);
+	if (!ret)
+		ret = r->err;
+	if (op->pool && ppmb_pool_check(op->name) && !ret)
+		ret = -EIO;
+	if (!ret && r->done) {
+		tenths = div_u64(r->ns * 10 + r->done / 2, r->done);
+		scnprintf(ppmb_result, sizeof(ppmb_result),
+			  "%s %llu.%llu %llu %u\n", op->name, tenths / 10,
+			  tenths % 10, r->ns, r->done);
+	} else if (!ret) {
+		ret = -EIO;
+	}
+	mutex_unlock(&ppmb_lock);
+free:
+	kfree(r);
+	return ret ? ret : len;
+}
+
+static ssize_t ppmb_read(struct file *file, char __user *ubuf, size_t len,
+			 loff_t *ppos)
+{
+	char buf[sizeof(ppmb_result)];
+	int ret;
+
+	ret = mutex_lock_interruptible(&ppmb_lock);
+	if (ret)
+		return ret;
+	strscpy(buf, ppmb_result, sizeof(buf));
+	mutex_unlock(&ppmb_lock);
+	return simple_read_from_buffer(ubuf, len, ppos, buf, strlen(buf));
+}
+
+static const struct file_operations ppmb_run_fops = {
+	.owner = THIS_MODULE,
+	.read = ppmb_read,
+	.write = ppmb_write,
+	.llseek = default_llseek,
+};
+
+static int __init ppmb_init(void)
+{
+	struct page_pool_params pp = {
+		.order = 0,
+		.pool_size = 256,
+		.nid = NUMA_NO_NODE,
+	};
+	struct page *page;
+
+	ppmb_pool = page_pool_create(&pp);
+	if (IS_ERR(ppmb_pool))
+		return PTR_ERR(ppmb_pool);
+	/* Fill the allocation cache now, not in the first timed loop. */
+	local_bh_disable();
+	page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
+	if (page)
+		page_pool_put_full_page(ppmb_pool, page, true);
+	local_bh_enable();
+	ppmb_dir = debugfs_create_dir("ppcoal_microbench", NULL);
+	debugfs_create_file("run", 0600, ppmb_dir, NULL, &ppmb_run_fops);
+	return 0;
+}
+
+static void __exit ppmb_exit(void)
+{
+	debugfs_remove_recursive(ppmb_dir);
+	ppmb_pool_check("unload");
+	page_pool_destroy(ppmb_pool);
+}
+
+module_init(ppmb_init);
+module_exit(ppmb_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("ppcoal test: per-operation microbenchmarks of the paths ppcoal changes");
