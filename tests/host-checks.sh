@@ -3,6 +3,9 @@
 #   readme-counters  README's counter table is the one generated from the table
 #   checkpatch       checkpatch.pl --strict --no-tree -f from Debian's linux-source-6.1
 #                    is clean on every kernel source file
+#   bpftrace-parse   scripts/bpftrace/*.bt compile (bpftrace -d: parse, semantic
+#                    analysis and code generation, nothing loaded or attached);
+#                    (tests/run installs bpftrace; elsewhere a SKIP line on stderr)
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
@@ -40,5 +43,28 @@ else
 		echo "PASS host:checkpatch"
 	else
 		echo "FAIL host:checkpatch: $(echo "$out" | head -n 3 | tr '\n' ' ')"
+	fi
+fi
+
+# bpftrace -d needs euid 0 but no BPF privilege, no BTF and no probe targets
+# (ppcoal need not be loaded). Not installed here: on a stock Debian 12 it
+# pulls LLVM 14, libclang, z3 and ICU (about 60 MB of downloads, 250 MB installed).
+if ! command -v bpftrace >/dev/null 2>&1; then
+	echo "SKIP host:bpftrace-parse: bpftrace not installed (apt-get install bpftrace)" >&2
+elif [ "$(id -u)" != 0 ]; then
+	echo "SKIP host:bpftrace-parse: bpftrace -d runs as root only" >&2
+else
+	why=""
+	for f in scripts/bpftrace/*.bt; do
+		if ! err=$(timeout 120 bpftrace -d "$f" 2>&1 >/dev/null); then
+			# the first error naming a line of the file, else the last error
+			e=$(echo "$err" | grep -m1 '\.bt:[0-9].*ERROR' || echo "$err" | grep ERROR | tail -n 1)
+			why="$why${why:+; }${e:-$f: bpftrace -d failed}"
+		fi
+	done
+	if [ -z "$why" ]; then
+		echo "PASS host:bpftrace-parse"
+	else
+		echo "FAIL host:bpftrace-parse: $why"
 	fi
 fi

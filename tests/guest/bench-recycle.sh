@@ -5,7 +5,10 @@
 #   drop: 64-byte UDP to BLACKHOLE, dropped inside ppf1's NAPI poll (the
 #         2023 RFC's case); packets/s received by ppf1's poll, per mille
 #         of page puts that were direct.
-#   TCP:  iperf3 -l 256, Mbit/s at the receiver.
+#         Twice: a NAPI poll per frame (irq_usecs=0: a sender on the same
+#         CPU), then with NIC-like interrupt moderation (irq_usecs=200:
+#         several frames per poll, as under load), kinds *_mod.
+#   TCP:  iperf3 -l 256, Mbit/s at the receiver (poll per frame).
 # Prints "BENCH kind mode rep value" lines.
 . /tests/lib.sh
 reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
@@ -14,25 +17,34 @@ secs=3
 echo 0 >/proc/sys/net/core/skb_defer_max
 insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod"; exit 0; }
 net_up >/dev/null 2>&1
-fixture_up frag_pool=0 linear=0 || { echo "BENCH-ERROR fixture"; exit 0; }
-blackhole_up ppf0 ppf1 $BLACKHOLE || { echo "BENCH-ERROR blackhole"; exit 0; }
-r=0
-while [ $r -lt "$reps" ]; do
-	for m in $(mode_order $r); do
-		echo $m >$P/recycle
-		drop_flood 1
-		snap /tmp/a
-		a=$(peer_rx ppf1)
-		drop_flood $secs
-		sleep 0.2
-		b=$(peer_rx ppf1)
-		snap /tmp/b
-		echo "BENCH drop_pps $m $r $(((b - a) / secs))"
-		[ $m = off ] || echo "BENCH direct_pm $m $r $(direct_pm /tmp/a /tmp/b)"
-		iperf $secs -l 256 >/dev/null || echo "BENCH-ERROR iperf3"
-		echo "BENCH tcp_mbps_256 $m $r $(iperf_mbps)"
+for irq in 0 200; do
+	sfx=""
+	[ $irq = 0 ] || sfx=_mod
+	fixture_up frag_pool=0 linear=0 irq_usecs=$irq || { echo "BENCH-ERROR fixture"; exit 0; }
+	blackhole_up ppf0 ppf1 $BLACKHOLE || { echo "BENCH-ERROR blackhole"; exit 0; }
+	r=0
+	while [ $r -lt "$reps" ]; do
+		for m in $(mode_order $r); do
+			echo $m >$P/recycle
+			drop_flood 1
+			snap /tmp/a
+			a=$(peer_rx ppf1)
+			drop_flood $secs
+			sleep 0.2
+			b=$(peer_rx ppf1)
+			snap /tmp/b
+			echo "BENCH drop_pps$sfx $m $r $(((b - a) / secs))"
+			[ $m = off ] || echo "BENCH direct_pm$sfx $m $r $(direct_pm /tmp/a /tmp/b)"
+			pp=$(delta recycle.napi_polls /tmp/a /tmp/b)
+			[ $m != on ] || echo "BENCH pages_per_poll$sfx $m $r $(($(delta recycle.direct /tmp/a /tmp/b) / (pp ? pp : 1)))"
+			if [ $irq = 0 ]; then
+				iperf $secs -l 256 >/dev/null || echo "BENCH-ERROR iperf3"
+				echo "BENCH tcp_mbps_256 $m $r $(iperf_mbps)"
+			fi
+		done
+		r=$((r + 1))
 	done
-	r=$((r + 1))
+	fixture_down || echo "BENCH-ERROR pools did not drain"
 done
 echo off >$P/recycle
 echo BENCH-DONE

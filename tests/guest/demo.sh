@@ -1,28 +1,48 @@
 #!/bin/sh
-# The VM demo (make demo): ppcoal in observe, then on, over two virtio NICs.
+# The VM demo (make demo): ppcoal, built by dkms, on Debian 12's stock kernel.
+# The page-pool fixture with a packet tap (as NetworkManager's packet socket
+# makes the kernel clone every received skb) and the virtio NIC pair carry
+# traffic; scripts/ppcoal-ab switches ppcoal off (A) and on (B) briefly; a
+# UDP flood dropped inside the NAPI poll shows direct recycling; then the
+# counters. Short runs in an emulated guest: an illustration, not a benchmark
+# (scripts/ppcoal-bench and README "Benchmarks" are).
 . /tests/lib.sh
 echo DEMO-BEGIN
 echo "kernel: $(uname -r)"
-insmod /ko/ppcoal.ko mode=observe || { echo "insmod ppcoal failed"; echo DEMO-END; exit 0; }
-net_up || { echo "network setup failed"; echo DEMO-END; exit 0; }
-printf '\n%-8s %6s %12s %14s %14s %12s\n' mode msglen "Mbit/s" "coalesce ok/calls" TCPRcvCoalesce napi_build_skb
-for len in 256 1024; do
-	for m in observe on; do
-		echo $m >$P/mode
-		snap /tmp/a
-		c0=$(ns TCPRcvCoalesce)
-		iperf 3 -l $len >/dev/null || echo "iperf3 failed"
-		c1=$(ns TCPRcvCoalesce)
-		snap /tmp/b
-		bps=$(iperf_mbps)
-		ok=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
-		printf '%-8s %6s %12s %14s %14s %12s\n' $m $len "$bps" \
-			"$ok/$(delta coalesce.calls /tmp/a /tmp/b)" $((c1 - c0)) \
-			"$(delta virtio.napi_build_skb /tmp/a /tmp/b)"
-	done
-done
+echo 0 >/proc/sys/net/core/skb_defer_max
+insmod /ko/ppcoal.ko || { echo "insmod ppcoal failed"; echo DEMO-END; exit 0; }
+echo "ppcoal loaded, modes: coalesce=$(cat $P/coalesce) recycle=$(cat $P/recycle) virtio=$(cat $P/virtio)"
+net_up >/dev/null 2>&1 || { echo "virtio network setup failed"; echo DEMO-END; exit 0; }
+fixture_up frag_pool=0 linear=0 || { echo "fixture setup failed"; echo DEMO-END; exit 0; }
+"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
+tap=$!
+sleep 0.3
+
 echo
-echo "(one short run each inside an emulated guest: an illustration, not a benchmark)"
+echo "== ppcoal-ab, TCP over the page-pool fixture with a packet tap on the receiver"
+ppcoal-ab -s "$FPEER" -l "256 1024" -n 2 -t 2 -w 1 --stat-netns peer
+echo
+echo "== ppcoal-ab, TCP over the virtio NIC pair (virtio path only)"
+ppcoal-ab -s "$PEER" -l "1024" -n 2 -t 2 -w 1 --paths virtio --stat-netns peer
+kill $tap
+wait $tap 2>/dev/null
+
+echo
+echo "== direct recycling: 64-byte UDP dropped inside the fixture's NAPI poll, 2 s each"
+blackhole_up ppf0 ppf1 $BLACKHOLE
+printf '%-8s %10s %12s %12s\n' recycle "rx pkt/s" direct ring
+for m in observe on; do
+	echo $m >$P/recycle
+	drop_flood 1
+	snap /tmp/a
+	a=$(peer_rx ppf1)
+	drop_flood 2
+	b=$(peer_rx ppf1)
+	snap /tmp/b
+	printf '%-8s %10s %12s %12s\n' $m $(((b - a) / 2)) \
+		"$(sumd /tmp/a /tmp/b recycle.direct recycle.upstream_direct)" \
+		"$(delta recycle.ring /tmp/a /tmp/b)"
+done
 echo
 echo "/sys/kernel/debug/ppcoal/stats:"
 cat "$S"

@@ -902,6 +902,10 @@ if want recycle-veth-xdp; then
 	cleanup
 fi
 
+# ppcoal-ab, the iperf3 A/B benchmark tool (tests/guest/test-ab.sh)
+. /tests/test-ab.sh
+if want ab; then ab_test; fi
+
 # Lockdown can be raised but never lowered: this runs last.
 [ -e /sys/kernel/security/lockdown ] || mount -t securityfs securityfs /sys/kernel/security
 

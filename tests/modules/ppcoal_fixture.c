@@ -18,6 +18,10 @@
  *              0: headers in a small linear part, payload in a page frag.
  *   pp_napi    6.12: set page_pool_params.napi (upstream direct recycling).
  *   gro        1: napi_gro_receive(), 0: netif_receive_skb().
+ *   irq_usecs  0: a NAPI poll per frame sent (what a sender on the same
+ *              CPU gets); N: interrupt moderation as a NIC does it: the
+ *              poll is scheduled after N microseconds, or at once when a
+ *              NAPI weight of frames waits.
  *
  * /sys/kernel/debug/ppcoal_fixture/pools shows, per device, the pool's
  * pages held and released, cached, in its ring, and in flight (in skbs);
@@ -34,6 +38,7 @@
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/etherdevice.h>
+#include <linux/hrtimer.h>
 #include <linux/module.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
@@ -57,6 +62,9 @@ module_param(frag_pool, bool, 0644);
 MODULE_PARM_DESC(frag_pool, "two buffers per page (6.1: PP_FLAG_PAGE_FRAG pool)");
 static bool linear;
 module_param(linear, bool, 0644);
+static unsigned int irq_usecs;
+module_param(irq_usecs, uint, 0644);
+MODULE_PARM_DESC(irq_usecs, "0: poll per frame; N: moderate like a NIC, poll after N us or 64 frames");
 MODULE_PARM_DESC(linear, "build skbs in place (build_skb) instead of header + page frag");
 static bool pp_napi;
 module_param(pp_napi, bool, 0644);
@@ -71,6 +79,8 @@ struct ppf_priv {
 	struct page_pool *pool;
 	struct sk_buff_head rxq;
 	struct sk_buff_head held;	/* kept by "hold", freed by "release" */
+	struct hrtimer irq_timer;	/* irq_usecs: the moderated "interrupt" */
+	unsigned int irq_usecs;
 	atomic_t hold;
 	bool frag;		/* this pool's kind, fixed at creation */
 	bool linear;
@@ -98,7 +108,12 @@ static netdev_tx_t ppf_xmit(struct sk_buff *skb, struct net_device *dev)
 	atomic_long_inc(&priv->tx_packets);
 	atomic_long_add(skb->len, &priv->tx_bytes);
 	skb_queue_tail(&pp->rxq, skb);
-	napi_schedule(&pp->napi);
+	if (!pp->irq_usecs || skb_queue_len(&pp->rxq) >= NAPI_POLL_WEIGHT)
+		napi_schedule(&pp->napi);
+	else if (!hrtimer_active(&pp->irq_timer))
+		hrtimer_start(&pp->irq_timer,
+			      ns_to_ktime(pp->irq_usecs * NSEC_PER_USEC),
+			      HRTIMER_MODE_REL);
 	return NETDEV_TX_OK;
 drop:
 	atomic_long_inc(&priv->tx_dropped);
@@ -182,6 +197,14 @@ free:
 	return NULL;
 }
 
+static enum hrtimer_restart ppf_irq_timer(struct hrtimer *t)
+{
+	struct ppf_priv *priv = container_of(t, struct ppf_priv, irq_timer);
+
+	napi_schedule(&priv->napi);
+	return HRTIMER_NORESTART;
+}
+
 static int ppf_poll(struct napi_struct *napi, int budget)
 {
 	struct ppf_priv *priv = container_of(napi, struct ppf_priv, napi);
@@ -237,6 +260,7 @@ static int ppf_stop(struct net_device *dev)
 	struct ppf_priv *priv = netdev_priv(dev);
 
 	netif_stop_queue(dev);
+	hrtimer_cancel(&priv->irq_timer);
 	napi_disable(&priv->napi);
 	skb_queue_purge(&priv->rxq);
 	return 0;
@@ -293,6 +317,9 @@ static struct net_device *ppf_create(int i)
 	priv->linear = linear;
 	skb_queue_head_init(&priv->rxq);
 	skb_queue_head_init(&priv->held);
+	priv->irq_usecs = irq_usecs;
+	hrtimer_init(&priv->irq_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	priv->irq_timer.function = ppf_irq_timer;
 	netif_napi_add(dev, &priv->napi, ppf_poll);
 #ifdef PPC_HAVE_PP_FRAG_COUNT
 	if (frag_pool)

@@ -70,6 +70,7 @@ for t in "$PPCOAL_REPO"/tests/tools/*.c; do
 done
 # User tools that run on the target (POSIX sh)
 install -m 755 "$PPCOAL_REPO/scripts/ppcoal-stat" "$stage/usr/bin/ppcoal-stat"
+install -m 755 "$PPCOAL_REPO/scripts/ppcoal-ab" "$stage/usr/bin/ppcoal-ab"
 for b in ${PPCOAL_GUEST_BINS:-}; do
 	copy_bin "$(command -v "$b")" "/usr/bin/$(basename "$b")"
 done
