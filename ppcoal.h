@@ -85,24 +85,21 @@ bool ppc_recycle_put(netmem_ref netmem);
 #else
 bool ppc_recycle_put(struct page *page);
 #endif
-void ppc_owner_pool_destroy_cb(unsigned long ip, unsigned long parent_ip,
-			       struct ftrace_ops *op, struct ftrace_regs *fregs);
-void ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
-			   struct ftrace_ops *op, struct ftrace_regs *fregs);
-void ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
-			struct ftrace_ops *op, struct ftrace_regs *fregs);
-void ppc_owner_poll_cb(unsigned long ip, unsigned long parent_ip,
-		       struct ftrace_ops *op, struct ftrace_regs *fregs);
+/* The signature of an ftrace callback (ftrace_func_t). */
+#define PPC_FTRACE_CB(name) \
+	void name(unsigned long ip, unsigned long parent_ip, \
+		  struct ftrace_ops *op, struct ftrace_regs *fregs)
+
+PPC_FTRACE_CB(ppc_owner_pool_destroy_cb);
+PPC_FTRACE_CB(ppc_owner_napi_del_cb);
+PPC_FTRACE_CB(ppc_owner_alloc_cb);
+PPC_FTRACE_CB(ppc_owner_poll_cb);
 int ppc_owner_tp_register(void);
 void ppc_owner_tp_unregister(void);
-void ppc_virtio_page_to_skb_cb(unsigned long ip, unsigned long parent_ip,
-			       struct ftrace_ops *op, struct ftrace_regs *fregs);
-void ppc_virtio_build_skb_cb(unsigned long ip, unsigned long parent_ip,
-			     struct ftrace_ops *op, struct ftrace_regs *fregs);
-void ppc_virtio_alloc_cb(unsigned long ip, unsigned long parent_ip,
-			 struct ftrace_ops *op, struct ftrace_regs *fregs);
-void ppc_virtio_rx_frag_cb(unsigned long ip, unsigned long parent_ip,
-			   struct ftrace_ops *op, struct ftrace_regs *fregs);
+PPC_FTRACE_CB(ppc_virtio_page_to_skb_cb);
+PPC_FTRACE_CB(ppc_virtio_build_skb_cb);
+PPC_FTRACE_CB(ppc_virtio_alloc_cb);
+PPC_FTRACE_CB(ppc_virtio_rx_frag_cb);
 
 const char *ppc_clone_policy_name(void);
 

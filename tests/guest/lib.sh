@@ -70,6 +70,15 @@ virtio_load() {
 }
 
 ppcoal_load() { insmod /ko/ppcoal.ko "$@"; }
+
+# pkillf PATTERN [-SIG]: signal every process whose command line holds
+# PATTERN (Debian's busybox-static has no pkill or pgrep)
+pkillf() {
+	local pids
+	pids=$(ps | awk -v p="$1" 'index($0, p) && !/awk -v p=/ { print $1 }')
+	[ -z "$pids" ] || kill "${2:--TERM}" $pids 2>/dev/null
+	return 0
+}
 ppcoal_unload() { ! grep -q '^ppcoal ' /proc/modules || rmmod ppcoal; }
 
 # net_up: eth with MAC :01 stays here (198.18.0.1), :02 goes to netns peer
@@ -153,8 +162,8 @@ xfer() {
 		sleep 0.1
 		i=$((i + 1))
 	done
-	pkill -f "nc -l -p 5999"
-	pkill -f "sleep 60"
+	pkillf "nc -l -p 5999"
+	pkillf "sleep 60"
 	[ "$(md5sum </tmp/tx)" = "$(md5sum </tmp/rx)" ] || {
 		echo "xfer: $(wc -c </tmp/rx) of $want bytes, checksum differs" >&2
 		return 1
@@ -168,8 +177,15 @@ traffic_start() {
 	rm -f /tmp/stop-traffic /tmp/traffic.err
 	(
 		while [ ! -e /tmp/stop-traffic ]; do
-			timeout 15 iperf3 -c $TARGET -t 2 --connect-timeout 2000 "$@" >/dev/null 2>&1 ||
-				[ -e /tmp/stop-traffic ] || echo "client failed" >>/tmp/traffic.err
+			timeout 15 iperf3 -c $TARGET -t 2 --connect-timeout 2000 "$@" >/tmp/traffic.out 2>&1 && continue
+			[ ! -e /tmp/stop-traffic ] || break
+			# the server still ends the previous (killed) client's test:
+			# not a datapath failure, try again
+			if grep -q "server is busy" /tmp/traffic.out; then
+				sleep 0.5
+				continue
+			fi
+			echo "client failed at $(cut -d' ' -f1 /proc/uptime): $(grep -m1 -i error /tmp/traffic.out)" >>/tmp/traffic.err
 		done
 	) &
 	TRAFFIC_PID=$!
@@ -177,7 +193,7 @@ traffic_start() {
 traffic_stop() {
 	[ -n "${TRAFFIC_PID:-}" ] || return 0
 	touch /tmp/stop-traffic
-	pkill -9 -f "iperf3 -c" 2>/dev/null
+	pkillf "iperf3 -c" -9
 	wait "$TRAFFIC_PID" 2>/dev/null
 	TRAFFIC_PID=""
 }
@@ -264,4 +280,16 @@ softnet_dropped() {
 	s=0
 	for h in $(awk '{ print $2 }' /proc/net/softnet_stat); do s=$((s + 0x$h)); done
 	echo $s
+}
+
+# xfer_tapped MB: xfer with pptap cloning every skb ppf1 receives
+xfer_tapped() {
+	local tp rc
+	"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
+	tp=$!
+	xfer "$1"
+	rc=$?
+	kill $tp
+	wait $tp
+	return $rc
 }

@@ -190,7 +190,7 @@ if want toggle; then
 		i=$((i + 1))
 	done
 	traffic_stop
-	[ ! -s /tmp/traffic.err ] || bad "traffic failed during toggles: $(wc -l </tmp/traffic.err) clients"
+	[ ! -s /tmp/traffic.err ] || bad "traffic failed during toggles: $(wc -l </tmp/traffic.err) clients, first: $(head -n 1 /tmp/traffic.err)"
 	eq "$(cat $P/mode)" observe "master reads observe"
 	echo off >$P/coalesce
 	eq "$(cat $P/mode)" mixed "master reads mixed"
@@ -227,7 +227,7 @@ if want unload-under-load; then
 		i=$((i + 1))
 	done
 	traffic_stop
-	[ ! -s /tmp/traffic.err ] || bad "traffic failed: $(wc -l </tmp/traffic.err) clients"
+	[ ! -s /tmp/traffic.err ] || bad "traffic failed: $(wc -l </tmp/traffic.err) clients, first: $(head -n 1 /tmp/traffic.err)"
 	! grep -q '^ppcoal ' /proc/modules || bad "ppcoal still loaded"
 	r=$(iperf 1) || bad "traffic after the loop"
 	end
@@ -489,11 +489,7 @@ if want coalesce-rate; then
 	set -- $B
 	echo "$1" >$P/coalesce
 	echo "$2" >$P/clone_policy
-	"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
-	tp=$!
-	xfer 4 || bad "B ($B) with the tap: data not intact"
-	kill $tp
-	wait $tp
+	xfer_tapped 4 || bad "B ($B) with the tap: data not intact"
 	fixture_down || bad "pools did not drain"
 	end
 	cleanup
@@ -532,11 +528,7 @@ if want coalesce-on; then
 				eq "$(delta coalesce.clone_detached /tmp/a /tmp/b)" 0 "FRAG pool pages stay in the pool" ;;
 			esac
 			# with the tap still cloning: data intact in on
-			"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
-			tp=$!
-			xfer 4 || bad "$cfg: data not intact with coalesce=on"
-			kill $tp
-			wait $tp
+			xfer_tapped 4 || bad "$cfg: data not intact with coalesce=on"
 			fixture_down || bad "$cfg: pools did not drain"
 		done
 	else
