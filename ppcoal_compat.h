@@ -45,6 +45,13 @@
 #define ppc_fregs_arg0(fregs) regs_get_kernel_argument(&(fregs)->regs, 0)
 #endif
 
+/* 6.12's page allocator of the pool: renamed by a later 6.12 stable. */
+#ifdef PPC_HAVE_PAGE_POOL_ALLOC_NETMEMS
+#define PPC_PP_ALLOC_NETMEM_TARGET "page_pool_alloc_netmems"
+#else
+#define PPC_PP_ALLOC_NETMEM_TARGET "page_pool_alloc_netmem"
+#endif
+
 #ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
 #define PPC_RECYCLE_ON_MEANS "optimised: pools without page_pool_params.napi recycle directly inside their owner NAPI's poll (pools with it: upstream)"
 #else

@@ -368,26 +368,40 @@ bool ppc_path_armed(enum ppc_path path, enum ppc_arm arm)
 int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 {
 	struct ppc_hook *h;
-	int ret = 0;
+	int ret = 0, n = 0;
 
 	lockdep_assert_held(&ppc_lock);
+
 	for (h = ppc_next_armed(path, arm, NULL); h && live;
 	     h = ppc_next_armed(path, arm, h)) {
-		if (h->attached)
+		if (h->attached) {
+			n++;
 			continue;
+		}
 		if (!h->tp_reg) {
 			ret = ppc_resolve_symbol(NULL, h->symbol, &h->addr,
 						 NULL);
+			/*
+			 * The learning probes are alternatives (allocators
+			 * that may be inlined or renamed): any one will do.
+			 */
+			if (ret == -ENOENT && arm == PPC_ARM_LEARN) {
+				ret = 0;
+				continue;
+			}
 			if (ret)
 				break;
 		}
 		ret = ppc_hook_attach(h);
 		if (ret)
 			break;
+		n++;
 	}
+	if (live && !ret && !n)
+		ret = -ENOENT;
 	if (ret)
 		pr_err("%s: cannot hook %s (%d)\n", ppc_path_name(path),
-		       h->symbol, ret);
+		       h ? h->symbol : "any allocation probe", ret);
 	if (live && !ret)
 		return 0;
 	for (h = ppc_next_armed(path, arm, NULL); h;

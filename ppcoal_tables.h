@@ -50,7 +50,7 @@ PPC_HOOK(NAPI_DEL, RECYCLE, ON, NULL, "__netif_napi_del",
 PPC_HOOK(LEARN_ALLOC, RECYCLE, LEARN, NULL, "page_pool_alloc_pages",
 	 NULL, ppc_owner_alloc_cb, false)
 #ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
-PPC_HOOK(LEARN_NETMEMS, RECYCLE, LEARN, NULL, "page_pool_alloc_netmems",
+PPC_HOOK(LEARN_NETMEMS, RECYCLE, LEARN, NULL, PPC_PP_ALLOC_NETMEM_TARGET,
 	 NULL, ppc_owner_alloc_cb, false)
 PPC_HOOK(LEARN_FRAG, RECYCLE, LEARN, NULL, "page_pool_alloc_frag_netmem",
 	 NULL, ppc_owner_alloc_cb, false)

@@ -33,6 +33,7 @@ have PPC_HAVE_SKB_FRAGS_READABLE 'bool skb_frags_readable\(' include/linux/skbuf
 have PPC_HAVE_SKBUFF_REF_H '__skb_frag_ref' include/linux/skbuff_ref.h || true
 have PPC_HAVE_PAGE_POOL_HELPERS_H 'page_pool_put_full_page' include/net/page_pool/helpers.h || true
 have PPC_HAVE_FREGS_SET_IP 'define ftrace_regs_set_instruction_pointer' arch/x86/include/asm/ftrace.h || true
+have PPC_HAVE_PAGE_POOL_ALLOC_NETMEMS 'page_pool_alloc_netmems\(' include/net/page_pool/types.h || true
 have PPC_HAVE_FREGS_GET_ARGUMENT 'define ftrace_regs_get_argument' include/linux/ftrace_regs.h include/linux/ftrace.h arch/x86/include/asm/ftrace.h || true
 have PPC_HAVE_FTRACE_IP_SET 'define ftrace_instruction_pointer_set' arch/x86/include/asm/ftrace.h || true
 have PPC_HAVE_NAPI_ALLOC_SKB_FN '^struct sk_buff \*napi_alloc_skb\(' include/linux/skbuff.h || true
