@@ -54,6 +54,12 @@ enum ppc_arm {
 	PPC_ARM_PATH,		/* while its path is observe or on */
 	PPC_ARM_ON,		/* while its path is on */
 	PPC_ARM_LEARN,		/* on demand, while pool owners are learned */
+	/*
+	 * The NAPI poll tracker (which NAPI this CPU polls): live with "on"
+	 * where nothing else tells; where the kernel records it
+	 * (napi->list_owner, 6.6+), only the learner needs it.
+	 */
+	PPC_ARM_TRACK = PPC_POLL_PROBES ? PPC_ARM_ON : PPC_ARM_LEARN,
 };
 
 struct ppc_pcpu_stats {

@@ -38,6 +38,16 @@
 #define ppc_fregs_set_ip(fregs, ip) ftrace_instruction_pointer_set(fregs, ip)
 #endif
 
+/*
+ * Does ppcoal probe every NAPI poll to know which NAPI a CPU polls? Not
+ * where the kernel records it (napi->list_owner, 6.6+).
+ */
+#ifdef PPC_HAVE_NAPI_LIST_OWNER
+#define PPC_POLL_PROBES false
+#else
+#define PPC_POLL_PROBES true
+#endif
+
 /* First argument of a traced function, in an ftrace callback. */
 #ifdef PPC_HAVE_FREGS_GET_ARGUMENT
 #define ppc_fregs_arg0(fregs) ftrace_regs_get_argument(fregs, 0)

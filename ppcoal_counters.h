@@ -70,7 +70,7 @@ PPC_COUNTER(RC_DENY_ELSEWHERE, recycle, deny_owner_elsewhere,
 PPC_COUNTER(RC_DENY_SHARED, recycle, deny_pool_shared,
 	    "on: of ring, not direct because the pool allocates from more than one NAPI")
 PPC_COUNTER(RC_POLLS, recycle, napi_polls,
-	    "on: NAPI polls seen by the tracker (__napi_poll entries)")
+	    "on: NAPI polls seen by the tracker (__napi_poll entries; 6.12: while learning)")
 PPC_COUNTER(RC_LEARNED, recycle, owners_learned,
 	    "on: pool owners learned (a pool allocated inside a NAPI poll)")
 PPC_COUNTER(RC_SHARED, recycle, pools_shared,

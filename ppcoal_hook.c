@@ -30,6 +30,7 @@ struct ppc_hook {
 	void *replacement;
 	ftrace_func_t callback;
 	bool ipmodify;
+	bool alt;		/* one of alternatives: may be missing */
 	int (*tp_reg)(void);	/* a tracepoint probe, not an ftrace_ops */
 	void (*tp_unreg)(void);
 	unsigned long addr;
@@ -38,11 +39,11 @@ struct ppc_hook {
 };
 
 static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
-#define PPC_HOOK(id, p, a, mod, sym, repl, cb, ipmod) \
+#define PPC_HOOK(id, p, a, mod, sym, repl, cb, ipmod, alternative) \
 	[PPC_HOOK_##id] = { .module = mod, .symbol = sym, \
 			    .path = PPC_PATH_##p, .arm = PPC_ARM_##a, \
 			    .replacement = repl, .callback = cb, \
-			    .ipmodify = ipmod },
+			    .ipmodify = ipmod, .alt = alternative },
 #define PPC_TRACEPOINT(id, p, a, name, reg, unreg) \
 	[PPC_HOOK_##id] = { .symbol = name, .path = PPC_PATH_##p, \
 			    .arm = PPC_ARM_##a, .tp_reg = reg, \
@@ -66,6 +67,22 @@ static struct ppc_hook *ppc_next_hook(enum ppc_path path, struct ppc_hook *h)
 	for (h = h ? h + 1 : ppc_hooks; h < ppc_hooks + PPC_NR_HOOKS; h++)
 		if (h->path == path)
 			return h;
+	return NULL;
+}
+
+/*
+ * The hook of @path before @h (NULL: the last), or NULL: hooks are removed
+ * in the reverse of the order they go live in (see ppcoal_tables.h).
+ */
+static struct ppc_hook *ppc_prev_hook(enum ppc_path path, struct ppc_hook *h)
+{
+	struct ppc_hook *p = h ? h : ppc_hooks + PPC_NR_HOOKS;
+
+	while (p > ppc_hooks) {
+		p--;
+		if (p->path == path)
+			return p;
+	}
 	return NULL;
 }
 
@@ -289,7 +306,7 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 fail:
 	ppc_set_reason(path, h, ret);
 undo:
-	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h))
+	for (h = ppc_prev_hook(path, NULL); h; h = ppc_prev_hook(path, h))
 		ppc_hook_detach(h);
 	if (st->waiting) {
 		pr_info("%s: waiting for %s to load\n", ppc_path_name(path),
@@ -315,7 +332,7 @@ void ppc_path_detach(enum ppc_path path)
 	bool was = false;
 
 	lockdep_assert_held(&ppc_lock);
-	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h)) {
+	for (h = ppc_prev_hook(path, NULL); h; h = ppc_prev_hook(path, h)) {
 		was |= h->attached;
 		ppc_hook_detach(h);
 	}
@@ -360,32 +377,32 @@ bool ppc_path_armed(enum ppc_path path, enum ppc_arm arm)
  * @arm: PPC_ARM_ON or PPC_ARM_LEARN
  * @live: attach (true) or remove (false)
  *
- * Called with ppc_lock held. Attaching is all or nothing and says why in
- * dmesg when it fails.
+ * Called with ppc_lock held. Hooks go live in table order and are removed
+ * in reverse. Attaching is all or nothing, except that alternatives (alt)
+ * the kernel lacks are skipped; one of them must attach. A failure is
+ * said in dmesg.
  *
- * Return: 0, or the negative errno of the hook that failed.
+ * Return: 0, or the negative errno of the hook that failed (-ENOENT when
+ * no alternative exists).
  */
 int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 {
 	struct ppc_hook *h;
-	int ret = 0, n = 0;
+	int ret = 0, alts = 0, alts_live = 0;
 
 	lockdep_assert_held(&ppc_lock);
 
 	for (h = ppc_next_armed(path, arm, NULL); h && live;
 	     h = ppc_next_armed(path, arm, h)) {
+		alts += h->alt;
 		if (h->attached) {
-			n++;
+			alts_live += h->alt;
 			continue;
 		}
 		if (!h->tp_reg) {
 			ret = ppc_resolve_symbol(NULL, h->symbol, &h->addr,
 						 NULL);
-			/*
-			 * The learning probes are alternatives (allocators
-			 * that may be inlined or renamed): any one will do.
-			 */
-			if (ret == -ENOENT && arm == PPC_ARM_LEARN) {
+			if (ret == -ENOENT && h->alt) {
 				ret = 0;
 				continue;
 			}
@@ -395,18 +412,20 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 		ret = ppc_hook_attach(h);
 		if (ret)
 			break;
-		n++;
+		alts_live += h->alt;
 	}
-	if (live && !ret && !n)
+	if (live && !ret && alts && !alts_live) {
 		ret = -ENOENT;
+		h = NULL;
+	}
 	if (ret)
 		pr_err("%s: cannot hook %s (%d)\n", ppc_path_name(path),
-		       h ? h->symbol : "any allocation probe", ret);
+		       h ? h->symbol : "any of the alternative functions", ret);
 	if (live && !ret)
 		return 0;
-	for (h = ppc_next_armed(path, arm, NULL); h;
-	     h = ppc_next_armed(path, arm, h))
-		ppc_hook_detach(h);
+	for (h = ppc_prev_hook(path, NULL); h; h = ppc_prev_hook(path, h))
+		if (h->arm == arm)
+			ppc_hook_detach(h);
 	return ret;
 }
 

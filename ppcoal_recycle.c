@@ -21,7 +21,10 @@
  *    NAPI, unmarked by the napi:napi_poll tracepoint after ->poll returns
  *    (see ppc_owner_tp()); two cheap probes per poll, no kretprobe.
  *    Busy polling calls ->poll directly: unseen, so those frees use the
- *    ring;
+ *    ring. 6.6+ kernels record it themselves (napi->list_owner, the CPU
+ *    a scheduled NAPI is polled on): there the probes serve only the
+ *    learning below, armed with it, and the free path asks list_owner,
+ *    as upstream does for pools that name their NAPI;
  *  - which NAPI owns a pool: the one polling when the pool allocates.
  *    The allocation probe is armed only while a pool the free path met is
  *    unknown, and removed once it is learned (at most PPC_LEARN_MAX).
@@ -48,8 +51,9 @@
 
 /*
  * The owner table: PPC_OWN_BUCKETS buckets of PPC_OWN_WAYS slots, a bucket
- * per hash of the pool pointer, keys of a bucket in one cache line. Pointers
- * in it are only compared, never dereferenced. A slot's key is 0 (free), a
+ * per hash of the pool pointer, keys of a bucket in one cache line. Pool
+ * pointers in it are only compared; owners are dereferenced only by
+ * ppc_polled_here() on 6.6+. A slot's key is 0 (free), a
  * pool, or PPC_OWN_TOMB (freed, reusable after an RCU grace period, so that
  * a reader that matched the old key never sees a new pool's owner). Its
  * owner is 0 (unknown), a napi_struct pointer or PPC_OWN_SHARED.
@@ -247,6 +251,22 @@ static void ppc_own_want(unsigned long pool)
 }
 
 /*
+ * Remove the learning probes. Where they include the poll tracker (6.6+),
+ * a poll they cut short (its end unseen) left its mark: every mark goes,
+ * now that no probe can set or read one.
+ */
+static void ppc_learn_disarm(void)
+{
+	int cpu;
+
+	ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
+	if (!PPC_POLL_PROBES)
+		for_each_possible_cpu(cpu)
+			WRITE_ONCE(per_cpu_ptr(&ppc_polling, cpu)->napi, 0);
+	WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+}
+
+/*
  * The learning state machine, run by ppc_learn_work under ppc_lock:
  * IDLE -> ARMED when a wanted pool is unknown; ARMED is checked every
  * 100 ms and ends (-> IDLE) when every wanted pool is learned or after
@@ -260,12 +280,12 @@ static void ppc_learn_fn(struct work_struct *work)
 	mutex_lock(&ppc_lock);
 	if (ppc_path_mode(RECYCLE) != PPC_MODE_ON) {
 		if (ppc_learn_state == PPC_LEARN_ARMED)
-			ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
-		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+			ppc_learn_disarm();
 	} else if (ppc_learn_state == PPC_LEARN_IDLE) {
 		if (!ppc_own_unknown(false)) {
 			/* learned meanwhile */
 		} else if (ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, true)) {
+			ppc_learn_disarm();	/* the marks a failed arm set */
 			ppc_own_unknown(true);
 		} else {
 			WRITE_ONCE(ppc_learn_state, PPC_LEARN_ARMED);
@@ -274,13 +294,11 @@ static void ppc_learn_fn(struct work_struct *work)
 			delay = HZ / 10;
 		}
 	} else if (!ppc_own_unknown(false)) {
-		ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
-		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+		ppc_learn_disarm();
 	} else if (time_before(jiffies, ppc_learn_since + PPC_LEARN_MAX)) {
 		delay = HZ / 10;
 	} else {
-		ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
-		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+		ppc_learn_disarm();
 		ppc_own_unknown(true);
 		pr_info("recycle: no owner found in %u ms for some pools met in a NAPI poll (they do not allocate inside one: dying, or refilled elsewhere); their pages use the ring, next try in %u s\n",
 			jiffies_to_msecs(PPC_LEARN_MAX),
@@ -565,6 +583,34 @@ void ppc_owner_show(struct seq_file *m)
 	seq_printf(m, "recycle.learning %s\n",
 		   READ_ONCE(ppc_learn_state) == PPC_LEARN_ARMED ? "armed" :
 		   "idle");
+	seq_printf(m, "recycle.polled_here %s\n",
+		   PPC_POLL_PROBES ? "poll_probes" : "list_owner");
+}
+
+/*
+ * Is the NAPI @owner being polled on this CPU now? Softirq, no preemption.
+ */
+static __always_inline bool ppc_polled_here(struct ppc_poll_mark *m,
+					    unsigned long owner)
+{
+#ifdef PPC_HAVE_NAPI_LIST_OWNER
+	/*
+	 * 6.6+ records which CPU a scheduled NAPI is polled on: list_owner,
+	 * set by ____napi_schedule() and -1 from napi_complete_done() on
+	 * (6.12 net/core/dev.c:4715 and :6448), the fact
+	 * page_pool_napi_local() (net/core/page_pool.c:911) uses for pools
+	 * that name their NAPI; ppcoal uses it for the owner it learned, so
+	 * no probe runs per poll. The owner is alive: __netif_napi_del()
+	 * forgets it (ppc_owner_napi_del_cb(), which also voids lookup
+	 * caches), and the NAPI is freed only after an RCU grace period
+	 * (netif_napi_del() = __netif_napi_del() + synchronize_net()), which
+	 * waits for this softirq.
+	 */
+	return READ_ONCE(((struct napi_struct *)owner)->list_owner) ==
+	       raw_smp_processor_id();
+#else
+	return owner == READ_ONCE(m->napi);
+#endif
 }
 
 /*
@@ -583,8 +629,8 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 		return false;
 	}
 	m = this_cpu_ptr(&ppc_polling);
-	/* In no poll, whoever owns the pool is not polled here. */
-	if (placed || !m->napi) {
+	/* 6.1: in no poll, whoever owns the pool is not polled here. */
+	if (placed || (PPC_POLL_PROBES && !READ_ONCE(m->napi))) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}
@@ -609,7 +655,7 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 		ppc_count(RC_DENY_SHARED);
 		return false;
 	}
-	if (owner != m->napi) {
+	if (!ppc_polled_here(m, owner)) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}

@@ -37,6 +37,7 @@ have PPC_HAVE_PAGE_POOL_ALLOC_NETMEMS 'page_pool_alloc_netmems\(' include/net/pa
 have PPC_HAVE_FREGS_GET_ARGUMENT 'define ftrace_regs_get_argument' include/linux/ftrace_regs.h include/linux/ftrace.h arch/x86/include/asm/ftrace.h || true
 have PPC_HAVE_FTRACE_IP_SET 'define ftrace_instruction_pointer_set' arch/x86/include/asm/ftrace.h || true
 have PPC_HAVE_NAPI_ALLOC_SKB_FN '^struct sk_buff \*napi_alloc_skb\(' include/linux/skbuff.h || true
+have PPC_HAVE_NAPI_LIST_OWNER 'int[[:space:]]+list_owner;' include/linux/netdevice.h || true
 have PPC_HAVE_SKB_ADD_RX_FRAG_NETMEM 'void skb_add_rx_frag_netmem\(' include/linux/skbuff.h || true
 echo "#endif"
 )

@@ -13,11 +13,16 @@
 #   recycle_ns        ring|direct        page-pool free + allocation
 #   build_ns          build_skb|napi_build_skb
 #   coalesce_ns       refused|ok         queue vs coalesce a page-pool skb
+#   poll_empty_ns     off|observe|on     a NAPI poll (softirq round trip) doing nothing
+#   poll_recycle_ns   off|observe|on     a NAPI poll taking and freeing one pool page
 # then BENCH-ERROR lines if anything went wrong, and BENCH-DONE.
 . /tests/lib.sh
 reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
 reps=${reps:-5}
 n=100000
+# ppcoal.only=KIND,KIND (PPCOAL_BENCH_ONLY): run only these kinds
+only=$(sed -n 's/.*ppcoal\.only=\([a-z_,]*\).*/\1/p' /proc/cmdline)
+want() { [ -z "$only" ] || case ",$only," in *",$1,"*) ;; *) return 1 ;; esac; }
 D=/sys/kernel/debug/ppcoal_microbench/run
 insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod ppcoal"; echo BENCH-DONE; exit 0; }
 insmod /ko/ppcoal_microbench.ko || { echo "BENCH-ERROR insmod ppcoal_microbench"; echo BENCH-DONE; exit 0; }
@@ -67,20 +72,50 @@ call() {
 	done
 	echo off >"$P/$1"
 }
+# poll OP REP: OP (a NAPI poll per iteration) under recycle off / observe /
+# on. Per mode an untimed warm-up first: "on" learns the pool's owner in
+# it (the learning work runs between the runs) and must then recycle every
+# page of poll_recycle directly, with the allocation probe disarmed again.
+poll() {
+	for poll_m in $(mode_order "$2"); do
+		echo "$poll_m" >"$P/recycle" || { echo "BENCH-ERROR cannot set recycle=$poll_m"; continue; }
+		mb "$1" 2000 >/dev/null && sleep 0.3 && mb "$1" 2000 >/dev/null && sleep 0.3 ||
+			echo "BENCH-ERROR warm-up $1 under recycle=$poll_m failed"
+		snap /tmp/a
+		one "${1}_ns" "$poll_m" "$2" "$1"
+		snap /tmp/b
+		[ "$poll_m" != on ] || [ "$(val recycle.learning /tmp/a)" = idle ] ||
+			echo "BENCH-ERROR $1: the allocation probe was still armed"
+		poll_d=$(delta recycle.direct /tmp/a /tmp/b)
+		[ "$poll_m" != on ] || [ "$1" != poll_recycle ] || [ "$poll_d" -ge "$n" ] ||
+			echo "BENCH-ERROR $1 under recycle=on: $poll_d of $n pages direct"
+		# 6.1: the tracker's probes see every poll; 6.12 (list_owner):
+		# none runs once the owner is learned
+		poll_d=$(delta recycle.napi_polls /tmp/a /tmp/b)
+		if [ "$poll_m" = on ] && [ "$(val recycle.polled_here /tmp/a)" = list_owner ]; then
+			[ "$poll_d" = 0 ] || echo "BENCH-ERROR $1 under recycle=on: $poll_d polls probed (list_owner kernel)"
+		elif [ "$poll_m" = on ] && [ "$poll_d" -lt "$n" ]; then
+			echo "BENCH-ERROR $1 under recycle=on: the tracker saw $poll_d of $n polls"
+		fi
+	done
+	echo off >"$P/recycle"
+}
 
 # Warm-up, untimed: caches, slabs and the pool's pages settle.
 for op in call_coalesce call_recycle call_build_skb recycle_ring recycle_direct \
-	build_skb napi_build_skb coalesce_ok coalesce_refused; do
+	build_skb napi_build_skb coalesce_ok coalesce_refused poll_empty poll_recycle; do
 	mb $op 10000 >/dev/null || echo "BENCH-ERROR warm-up $op failed"
 done
 r=0
 while [ $r -lt "$reps" ]; do
-	call coalesce call_coalesce coalesce.calls $r
-	call recycle call_recycle recycle.calls $r
-	call virtio call_build_skb virtio.other_build_skb $r
-	pair recycle_ns $r ring recycle_ring direct recycle_direct
-	pair build_ns $r build_skb build_skb napi_build_skb napi_build_skb
-	pair coalesce_ns $r refused coalesce_refused ok coalesce_ok
+	! want call_coalesce_ns || call coalesce call_coalesce coalesce.calls $r
+	! want call_recycle_ns || call recycle call_recycle recycle.calls $r
+	! want call_build_skb_ns || call virtio call_build_skb virtio.other_build_skb $r
+	! want recycle_ns || pair recycle_ns $r ring recycle_ring direct recycle_direct
+	! want build_ns || pair build_ns $r build_skb build_skb napi_build_skb napi_build_skb
+	! want coalesce_ns || pair coalesce_ns $r refused coalesce_refused ok coalesce_ok
+	! want poll_empty_ns || poll poll_empty $r
+	! want poll_recycle_ns || poll poll_recycle $r
 	r=$((r + 1))
 done
 # Unloading checks the pool once more (pool LEAK in dmesg if a page is out).

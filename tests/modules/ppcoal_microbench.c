@@ -8,10 +8,10 @@
  * then gives "OP ns_per_op total_ns n" of the last run (one decimal, n the
  * iterations that ran). A run executes on one CPU (a work item bound to
  * the writer's CPU) in chunks of PPMB_CHUNK iterations, each with bottom
- * halves disabled (preemption only for call_coalesce) and timed as a whole
- * with ktime_get_ns(); total_ns is the sum of the chunks. Between chunks
- * the CPU is given back (cond_resched), and a run stops after
- * PPMB_MAX_WALL_NS of wall time. Setup and teardown are not timed.
+ * halves disabled (preemption only, for call_coalesce and poll_*) and
+ * timed as a whole with ktime_get_ns(); total_ns is the sum of the
+ * chunks. Between chunks the CPU is given back (cond_resched), and a run
+ * stops after PPMB_MAX_WALL_NS of wall time. Setup and teardown are not timed.
  *
  * The ops (every op frees what it allocates; ops using the module's
  * page_pool, one buffer per page and order 0, end with a check that no
@@ -73,6 +73,21 @@
  *   and neither arm includes socket memory accounting or the reader's
  *   per-skb work, which coalescing also saves.
  *
+ * poll_empty / poll_recycle: a NAPI poll per iteration, the whole softirq
+ *   round trip: napi_schedule() of a NAPI on an unregistered dummy device
+ *   with bottom halves disabled, then local_bh_enable() runs
+ *   net_rx_action(), which polls it once. poll_empty's poll does nothing
+ *   but complete; poll_recycle's takes one page from the pool and frees it
+ *   through the skb page free (as call_recycle), a frame received and
+ *   dropped per poll, the fixture's irq_usecs=0. Under recycle=off,
+ *   observe and on: poll_empty's on-observe is what ppcoal's NAPI tracker
+ *   (two probes per poll) costs; poll_recycle's on-off is what a user gets
+ *   per frame at a poll per frame, hook, tracker and direct recycling
+ *   together (the pool is learned as owned by this NAPI, so "on" recycles
+ *   directly; the runner checks it did). A chunk in which a poll did not
+ *   run at once (6.1 defers softirqs to a runnable ksoftirqd) is not
+ *   timed; too many such chunks fail the run.
+ *
  * Limits: TCG nanoseconds are not hardware nanoseconds (compare ratios and
  * differences, interleaved); no cache effects are emulated; a pair only
  * compares when ppcoal's paths are off during both of its arms (a hooked
@@ -82,6 +97,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <linux/etherdevice.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
 #include <linux/module.h>
@@ -109,6 +125,7 @@
 #define PPMB_MAX_N	10000000U
 #define PPMB_CHUNK	1000U
 #define PPMB_MAX_WALL_NS (10ULL * NSEC_PER_SEC)
+#define PPMB_MAX_DISCARD 1000U
 #define PPMB_HLEN	66	/* Ethernet, IPv4 and TCP with timestamps */
 #define PPMB_PAYLOAD	256
 #define PPMB_BATCH	MAX_SKB_FRAGS
@@ -129,6 +146,11 @@ struct ppmb_run {
 	struct sk_buff_head q;
 	unsigned int batch;
 	unsigned long refused;
+	/* poll_*: polls run; chunks not timed (see ppmb_poll_loop()) */
+	u32 polls;
+	bool poll_page;
+	bool discard;
+	u32 discarded;
 };
 
 struct ppmb_op {
@@ -141,6 +163,9 @@ struct ppmb_op {
 };
 
 static struct page_pool *ppmb_pool;
+static struct net_device *ppmb_dev;
+static struct napi_struct ppmb_napi;
+static struct ppmb_run *ppmb_poll_run;	/* the run polling, if any */
 static struct dentry *ppmb_dir;
 static DEFINE_MUTEX(ppmb_lock);	/* one run at a time; ppmb_result */
 static char ppmb_result[96];
@@ -370,6 +395,72 @@ static void ppmb_coalesce_teardown(struct ppmb_run *r)
 	}
 }
 
+/* The dummy NAPI's poll: one frame (poll_recycle) or none. */
+static int ppmb_poll(struct napi_struct *napi, int budget)
+{
+	struct ppmb_run *r = READ_ONCE(ppmb_poll_run);
+	struct page *page;
+	int work = 0;
+
+	if (r) {
+		r->polls++;
+		if (r->poll_page) {
+			page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
+			if (unlikely(!page)) {
+				r->err = -ENOMEM;
+			} else if (unlikely(!ppmb_skb_page_free(page))) {
+				page_pool_put_full_page(ppmb_pool, page, false);
+				r->err = -EIO;
+			} else {
+				work = 1;
+			}
+		}
+	}
+	napi_complete_done(napi, work);
+	return work;
+}
+
+static int ppmb_poll_setup(struct ppmb_run *r)
+{
+	r->poll_page = !strcmp(r->op->name, "poll_recycle");
+	WRITE_ONCE(ppmb_poll_run, r);
+	return 0;
+}
+
+/*
+ * Each iteration: schedule, and local_bh_enable() polls (net_rx_action()).
+ * 6.1's do_softirq() leaves the softirq to ksoftirqd while that thread is
+ * runnable; a poll deferred so does not run in the chunk, which is then
+ * not timed (discarded), nor is one started while such a poll is pending.
+ */
+static void ppmb_poll_loop(struct ppmb_run *r, u32 n)
+{
+	u32 i, polls = r->polls;
+
+	if (test_bit(NAPI_STATE_SCHED, &ppmb_napi.state)) {
+		r->discard = true;
+		return;
+	}
+	for (i = 0; i < n && !r->err; i++) {
+		local_bh_disable();
+		napi_schedule(&ppmb_napi);
+		local_bh_enable();
+	}
+	if (r->polls - polls != n)
+		r->discard = true;
+}
+
+static void ppmb_poll_teardown(struct ppmb_run *r)
+{
+	/* A deferred poll may still run: let it, then stop counting. */
+	napi_synchronize(&ppmb_napi);
+	WRITE_ONCE(ppmb_poll_run, NULL);
+	synchronize_net();
+	if (r->discarded)
+		pr_info("%s: %u chunks not timed, their polls deferred to ksoftirqd\n",
+			r->op->name, r->discarded);
+}
+
 static const struct ppmb_op ppmb_ops[] = {
 	{ .name = "call_coalesce", .setup = ppmb_call_coalesce_setup,
 	  .loop = ppmb_call_coalesce_loop,
@@ -391,6 +482,10 @@ static const struct ppmb_op ppmb_ops[] = {
 	{ .name = "coalesce_refused", .bh = true, .pool = true,
 	  .setup = ppmb_coalesce_setup, .loop = ppmb_coalesce_refused_loop,
 	  .teardown = ppmb_coalesce_teardown },
+	{ .name = "poll_empty", .setup = ppmb_poll_setup,
+	  .loop = ppmb_poll_loop, .teardown = ppmb_poll_teardown },
+	{ .name = "poll_recycle", .pool = true, .setup = ppmb_poll_setup,
+	  .loop = ppmb_poll_loop, .teardown = ppmb_poll_teardown },
 };
 
 /* Are all pages of the pool back in it? pr_err "pool LEAK" if not. */
@@ -425,12 +520,21 @@ static long ppmb_exec(void *arg)
 			preempt_disable();
 		t0 = ktime_get_ns();
 		op->loop(r, c);
-		r->ns += ktime_get_ns() - t0;
+		t0 = ktime_get_ns() - t0;
 		if (op->bh)
 			local_bh_enable();
 		else
 			preempt_enable();
-		r->done += c;
+		if (!r->discard) {
+			r->ns += t0;
+			r->done += c;
+		} else if (++r->discarded > PPMB_MAX_DISCARD) {
+			r->err = -EBUSY;
+		} else {
+			/* let ksoftirqd run the deferred poll */
+			schedule_timeout_uninterruptible(1);
+		}
+		r->discard = false;
 		if (ktime_get_ns() - start > PPMB_MAX_WALL_NS)
 			break;
 		cond_resched();
@@ -540,6 +644,14 @@ static int __init ppmb_init(void)
 	ppmb_pool = page_pool_create(&pp);
 	if (IS_ERR(ppmb_pool))
 		return PTR_ERR(ppmb_pool);
+	/* Never registered: the NAPI only needs a device to belong to. */
+	ppmb_dev = alloc_netdev(0, "ppmb%d", NET_NAME_ENUM, ether_setup);
+	if (!ppmb_dev) {
+		page_pool_destroy(ppmb_pool);
+		return -ENOMEM;
+	}
+	netif_napi_add(ppmb_dev, &ppmb_napi, ppmb_poll);
+	napi_enable(&ppmb_napi);
 	/* Fill the allocation cache now, not in the first timed loop. */
 	local_bh_disable();
 	page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
@@ -554,6 +666,9 @@ static int __init ppmb_init(void)
 static void __exit ppmb_exit(void)
 {
 	debugfs_remove_recursive(ppmb_dir);
+	napi_disable(&ppmb_napi);
+	netif_napi_del(&ppmb_napi);
+	free_netdev(ppmb_dev);
 	ppmb_pool_check("unload");
 	page_pool_destroy(ppmb_pool);
 }
