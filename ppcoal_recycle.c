@@ -648,7 +648,14 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 	}
 	if (!owner) {
 		ppc_count(RC_DENY_UNKNOWN);
-		ppc_own_want(pool);
+		/*
+		 * Learn pools met where their owner could be polled: in a poll
+		 * (6.1, the test above) or in a softirq being served (6.6+),
+		 * not with bottom halves merely disabled, where a free of a
+		 * pool that is never learnable would keep the learner busy.
+		 */
+		if (PPC_POLL_PROBES || in_serving_softirq())
+			ppc_own_want(pool);
 		return false;
 	}
 	if (owner == PPC_OWN_SHARED) {
