@@ -85,6 +85,26 @@ static void notrace ppc_own_changed(void)
 	atomic_long_inc(&ppc_own_gen);
 }
 
+static void ppc_reclaim_fn(struct work_struct *work);
+static DECLARE_WORK(ppc_reclaim_work, ppc_reclaim_fn);
+
+/* Retire the slot of @key, whose owner is already cleared. */
+static void notrace ppc_own_retire(unsigned long *key)
+{
+	smp_wmb();	/* owner gone before the key changes */
+	WRITE_ONCE(*key, PPC_OWN_TOMB);
+}
+
+/*
+ * After slots were retired: lookup caches die, and the slots are freed once
+ * no reader can still hold their old key (ppc_reclaim_fn()).
+ */
+static void notrace ppc_own_retired(void)
+{
+	ppc_own_changed();
+	queue_work(system_wq, &ppc_reclaim_work);
+}
+
 /*
  * The NAPI this CPU polls now (0: none): set at __napi_poll() entry,
  * dropped when ->poll() returns (see ppc_owner_tp()). With it, a one-entry
@@ -105,9 +125,6 @@ static int ppc_learn_state;
 static unsigned long ppc_learn_since;
 static void ppc_learn_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(ppc_learn_work, ppc_learn_fn);
-static void ppc_reclaim_fn(struct work_struct *work);
-static DECLARE_WORK(ppc_reclaim_work, ppc_reclaim_fn);
-
 static __always_inline struct ppc_own_bucket *ppc_bucket(unsigned long pool)
 {
 	return &ppc_owners[hash_long(pool, PPC_OWN_SHIFT)];
@@ -229,10 +246,8 @@ static bool ppc_own_unknown(bool drop)
 			smp_wmb();	/* a new key is read with its own time */
 			WRITE_ONCE(ppc_rest_pool[r], key);
 		}
-	if (any && drop) {
-		ppc_own_changed();
-		queue_work(system_wq, &ppc_reclaim_work);
-	}
+	if (any && drop)
+		ppc_own_retired();
 	return any;
 }
 
@@ -349,14 +364,12 @@ void notrace ppc_owner_pool_destroy_cb(unsigned long ip,
 		if (READ_ONCE(b->pool[i]) != pool)
 			continue;
 		WRITE_ONCE(b->owner[i], 0);
-		smp_wmb();	/* owner gone before the key changes */
-		WRITE_ONCE(b->pool[i], PPC_OWN_TOMB);
+		ppc_own_retire(&b->pool[i]);
 		hit = true;
 	}
 	if (hit) {
-		ppc_own_changed();
 		ppc_count(RC_FORGOT_DESTROY);
-		queue_work(system_wq, &ppc_reclaim_work);
+		ppc_own_retired();
 	}
 }
 
@@ -391,15 +404,12 @@ void notrace ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
 			if (READ_ONCE(b->owner[i]) != napi ||
 			    cmpxchg(&b->owner[i], napi, 0) != napi)
 				continue;
-			smp_wmb();	/* owner gone before the key changes */
-			WRITE_ONCE(b->pool[i], PPC_OWN_TOMB);
+			ppc_own_retire(&b->pool[i]);
 			ppc_count(RC_FORGOT_NAPI);
 			hit = true;
 		}
-	if (hit) {
-		ppc_own_changed();
-		queue_work(system_wq, &ppc_reclaim_work);
-	}
+	if (hit)
+		ppc_own_retired();
 }
 
 /**

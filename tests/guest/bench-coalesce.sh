@@ -9,13 +9,11 @@
 # "on" (detach, the default) decides the default policy; on 6.12 the policy
 # "legacy" plays that part (the pre-6.8 refusal).
 . /tests/lib.sh
-reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
-reps=${reps:-3}
+bench_init 3
 sizes=$(sed -n 's/.*ppcoal\.sizes=\([0-9,]*\).*/\1/p' /proc/cmdline | tr , ' ')
 sizes=${sizes:-128 256 512 1024 2048 4096}
 secs=3
 echo 0 >/proc/sys/net/core/skb_defer_max
-insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod"; exit 0; }
 net_up >/dev/null 2>&1
 fixture_up frag_pool=0 linear=0 || { echo "BENCH-ERROR fixture"; exit 0; }
 default=$(cat $P/clone_policy)

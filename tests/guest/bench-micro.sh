@@ -17,14 +17,12 @@
 #   poll_recycle_ns   off|observe|on     a NAPI poll taking and freeing one pool page
 # then BENCH-ERROR lines if anything went wrong, and BENCH-DONE.
 . /tests/lib.sh
-reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
-reps=${reps:-5}
+bench_init 5
 n=100000
 # ppcoal.only=KIND,KIND (PPCOAL_BENCH_ONLY): run only these kinds
 only=$(sed -n 's/.*ppcoal\.only=\([a-z_,]*\).*/\1/p' /proc/cmdline)
 want() { [ -z "$only" ] || case ",$only," in *",$1,"*) ;; *) return 1 ;; esac; }
 D=/sys/kernel/debug/ppcoal_microbench/run
-insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod ppcoal"; echo BENCH-DONE; exit 0; }
 insmod /ko/ppcoal_microbench.ko || { echo "BENCH-ERROR insmod ppcoal_microbench"; echo BENCH-DONE; exit 0; }
 
 # mb OP [N]: run OP N times; prints its ns per operation

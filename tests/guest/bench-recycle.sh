@@ -15,11 +15,9 @@
 # probes were still armed when it began.
 # Prints "BENCH kind mode rep value" lines.
 . /tests/lib.sh
-reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
-reps=${reps:-5}
+bench_init 5
 secs=3
 echo 0 >/proc/sys/net/core/skb_defer_max
-insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod"; exit 0; }
 net_up >/dev/null 2>&1
 for irq in 0 200; do
 	sfx=""

@@ -6,11 +6,9 @@
 #   TCP: iperf3, default message size, Mbit/s at the receiver.
 # Prints "BENCH kind mode rep value" lines and a summary with medians.
 . /tests/lib.sh
-reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
-reps=${reps:-5}
+bench_init 5
 secs=3
 echo 0 >/proc/sys/net/core/skb_defer_max
-insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off || { echo "BENCH-ERROR insmod"; exit 0; }
 net_up || { echo "BENCH-ERROR net"; exit 0; }
 e1=$("$IP" netns exec peer "$IP" -o link show | awk -F': ' '$2 != "lo" { print $2 }' | head -n 1)
 rxp() { "$IP" netns exec peer cat /proc/net/dev | awk -v d="$e1:" '$1 == d { print $3 }'; }

@@ -293,3 +293,12 @@ xfer_tapped() {
 	wait $tp
 	return $rc
 }
+# bench_init DEFAULT_REPS: how a benchmark starts: $reps from ppcoal.reps=
+# on the kernel command line (else DEFAULT_REPS), ppcoal loaded with every
+# path off; ends the script (BENCH-ERROR, BENCH-DONE) if it cannot load
+bench_init() {
+	reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
+	reps=${reps:-$1}
+	insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off ||
+		{ echo "BENCH-ERROR insmod ppcoal"; echo BENCH-DONE; exit 0; }
+}
