@@ -399,7 +399,12 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 			alts_live += h->alt;
 			continue;
 		}
-		if (!h->tp_reg) {
+		/*
+		 * vmlinux targets keep their address: resolved once, not at
+		 * every learning episode (each resolve waits for a grace
+		 * period in unregister_kprobe()).
+		 */
+		if (!h->tp_reg && !h->addr) {
 			ret = ppc_resolve_symbol(NULL, h->symbol, &h->addr,
 						 NULL);
 			if (ret == -ENOENT && h->alt) {
