@@ -311,8 +311,9 @@ static void __exit ppc_exit(void)
 	for (p = 0; p < PPC_NR_PATHS; p++)
 		ppc_set_path_mode(p, PPC_MODE_OFF);
 	mutex_unlock(&ppc_lock);
-	ppc_owner_exit();
+	/* Hooks first: until they are gone a free may queue learning work. */
 	ppc_engine_exit();
+	ppc_owner_exit();
 	pr_info("unloaded\n");
 }
 

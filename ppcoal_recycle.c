@@ -557,7 +557,10 @@ void ppc_owner_stop(void)
 /**
  * ppc_owner_exit() - stop the learning work for module unload
  *
- * Called without ppc_lock, after every path is off.
+ * Called without ppc_lock, after every path is off and every hook is gone
+ * (ppc_engine_exit()): a free that read "on" before the mode changed may
+ * still have queued the learner or the reclaim, but nothing can queue them
+ * any more, so once cancelled they never run module code again.
  */
 void ppc_owner_exit(void)
 {

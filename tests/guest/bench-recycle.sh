@@ -9,6 +9,9 @@
 #         CPU), then with NIC-like interrupt moderation (irq_usecs=200:
 #         several frames per poll, as under load), kinds *_mod.
 #   TCP:  iperf3 -l 256, Mbit/s at the receiver (poll per frame).
+#   xdp:  the 2023 RFC's case: an XDP_DROP program in skb (generic) mode
+#         on ppf1, 106-byte UDP frames from pktgen on ppf0; kinds xdp_*,
+#         both moderations.
 # Each run: a 1 s warm-up flood (in "on" the owner is learnt in it), a 2 s
 # pause, then the measured flood. In "on" also the counters that explain a
 # run (learning arms, owners learnt, deny reasons) and whether the learning
@@ -19,6 +22,36 @@ bench_init 5
 secs=3
 echo 0 >/proc/sys/net/core/skb_defer_max
 net_up >/dev/null 2>&1
+
+# run KIND MODE REP SENDER...: one measured run of SENDER SECS (a warm-up
+# flood, a pause, the flood measured), its BENCH lines
+run() {
+	run_k=$1 run_m=$2 run_r=$3
+	shift 3
+	"$@" 1
+	# Steady state only: in "on" the warm-up learnt the owner, and for a
+	# second or two after the learning probes are removed the emulated
+	# guest runs the data path up to 25% slower (seen on 6.12; the pause
+	# removes it, in every mode alike); the transient is in the README.
+	sleep 2
+	snap /tmp/a
+	run_a=$(peer_rx ppf1)
+	"$@" $secs
+	sleep 0.2
+	run_b=$(peer_rx ppf1)
+	snap /tmp/b
+	echo "BENCH ${run_k}_pps$sfx $run_m $run_r $(((run_b - run_a) / secs))"
+	[ "$run_m" = off ] || echo "BENCH ${run_k}_direct_pm$sfx $run_m $run_r $(direct_pm /tmp/a /tmp/b)"
+	[ "$run_m" = on ] || return 0
+	echo "BENCH ${run_k}_armed_at_start$sfx $run_m $run_r $([ "$(val recycle.learning /tmp/a)" = armed ] && echo 1 || echo 0)"
+	for run_c in learn_armed deny_owner_unknown deny_owner_elsewhere deny_not_softirq; do
+		echo "BENCH ${run_k}_$run_c$sfx $run_m $run_r $(delta recycle.$run_c /tmp/a /tmp/b)"
+	done
+	# polls are counted where ppcoal's poll probes run (6.1)
+	run_p=$(delta recycle.napi_polls /tmp/a /tmp/b)
+	[ "$run_p" = 0 ] || echo "BENCH ${run_k}_pages_per_poll$sfx $run_m $run_r $(($(delta recycle.direct /tmp/a /tmp/b) / run_p))"
+}
+
 for irq in 0 200; do
 	sfx=""
 	[ $irq = 0 ] || sfx=_mod
@@ -28,30 +61,7 @@ for irq in 0 200; do
 	while [ $r -lt "$reps" ]; do
 		for m in $(mode_order $r); do
 			echo $m >$P/recycle
-			drop_flood 1
-			# Steady state only: in "on" the warm-up learnt the owner,
-			# and for a second or two after the learning probes are
-			# removed the emulated guest runs the data path up to 25%
-			# slower (seen on 6.12; the pause removes it, in every mode
-			# alike); the transient is in the README, not in these runs.
-			sleep 2
-			snap /tmp/a
-			a=$(peer_rx ppf1)
-			drop_flood $secs
-			sleep 0.2
-			b=$(peer_rx ppf1)
-			snap /tmp/b
-			echo "BENCH drop_pps$sfx $m $r $(((b - a) / secs))"
-			[ $m = off ] || echo "BENCH direct_pm$sfx $m $r $(direct_pm /tmp/a /tmp/b)"
-			if [ $m = on ]; then
-				echo "BENCH armed_at_start$sfx $m $r $([ "$(val recycle.learning /tmp/a)" = armed ] && echo 1 || echo 0)"
-				for c in learn_armed owners_learned deny_owner_unknown deny_owner_elsewhere deny_not_softirq; do
-					echo "BENCH $c$sfx $m $r $(delta recycle.$c /tmp/a /tmp/b)"
-				done
-			fi
-			# polls are counted where ppcoal's poll probes run (6.1)
-			pp=$(delta recycle.napi_polls /tmp/a /tmp/b)
-			[ $m != on ] || [ "$pp" = 0 ] || echo "BENCH pages_per_poll$sfx $m $r $(($(delta recycle.direct /tmp/a /tmp/b) / pp))"
+			run drop $m $r drop_flood
 			if [ $irq = 0 ]; then
 				iperf $secs -l 256 >/dev/null || echo "BENCH-ERROR iperf3"
 				echo "BENCH tcp_mbps_256 $m $r $(iperf_mbps)"
@@ -59,6 +69,30 @@ for irq in 0 200; do
 		done
 		r=$((r + 1))
 	done
+	# The RFC's own case: XDP_DROP in skb (generic) mode on ppf1, frames
+	# from pktgen (cheaper per frame than a UDP socket, so the receiver's
+	# share of the work is larger)
+	if [ -d /proc/net/pktgen ]; then
+		"$IP" netns exec peer xdppass -d -g ppf1 >/tmp/xdp.out 2>&1 &
+		sleep 1
+		if grep -q attached /tmp/xdp.out; then
+			mac1=$(peer_mac ppf1)
+			r=0
+			while [ $r -lt "$reps" ]; do
+				for m in $(mode_order $r); do
+					echo $m >$P/recycle
+					run xdp $m $r pktgen_flood ppf0 "$mac1"
+				done
+				r=$((r + 1))
+			done
+		else
+			echo "BENCH-ERROR xdppass: $(cat /tmp/xdp.out)"
+		fi
+		pkillf "xdppass -d -g ppf1"
+		sleep 0.5
+	else
+		echo "BENCH-ERROR no pktgen (ppcoal-bench loads it)"
+	fi
 	fixture_down || echo "BENCH-ERROR pools did not drain"
 done
 echo off >$P/recycle

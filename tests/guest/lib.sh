@@ -256,9 +256,27 @@ FX=/sys/kernel/debug/ppcoal_fixture
 # NAPI poll without answering (ip_error: no ICMP when not forwarding).
 BLACKHOLE=198.19.0.77
 blackhole_up() { # blackhole_up DEV PEERDEV ADDR
-	local mac
-	mac=$("$IP" -n peer link show "$2" | awk '/link\/ether/ { print $2 }')
-	"$IP" neigh replace "$3" lladdr "$mac" dev "$1" nud permanent
+	"$IP" neigh replace "$3" lladdr "$(peer_mac "$2")" dev "$1" nud permanent
+}
+# peer_mac DEV: the MAC address of DEV in netns peer
+peer_mac() { "$IP" -n peer link show "$1" | awk '/link\/ether/ { print $2 }'; }
+# pktgen_flood DEV DSTMAC SECS: pktgen (CPU 0's thread) sends 106-byte UDP
+# frames (64 bytes of payload, as drop_flood) to BLACKHOLE port 9 through
+# DEV for SECS; a new skb per frame (clone_skb 0: the fixture queues what
+# it is given)
+pktgen_flood() {
+	local pg=/proc/net/pktgen c
+	echo rem_device_all >$pg/kpktgend_0 || return 1
+	echo "add_device $1" >$pg/kpktgend_0 || return 1
+	for c in "count 0" "clone_skb 0" "pkt_size 106" "delay 0" \
+		"dst $BLACKHOLE" "dst_mac $2" "udp_dst_min 9" "udp_dst_max 9"; do
+		echo "$c" >"$pg/$1" || return 1
+	done
+	echo start >$pg/pgctrl &
+	c=$!
+	sleep "$3"
+	echo stop >$pg/pgctrl
+	wait $c
 }
 # drop_flood SECS [ADDR]: 64-byte UDP datagrams that die inside the poll
 drop_flood() { udpflood "${2:-$BLACKHOLE}" 9 "$1" 64 >/dev/null; }

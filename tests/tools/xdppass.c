@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xdppass: attach an XDP program that returns XDP_PASS to IFNAME in
- * native (driver) mode, through a bpf link, and keep it attached until
- * SIGTERM or SIGINT. No clang or libbpf: the program is two instructions
- * (r0 = XDP_PASS; exit), loaded with the bpf() syscall.
+ * xdppass: attach an XDP program that returns XDP_PASS (or, with -d,
+ * XDP_DROP) to IFNAME in native (driver) mode (or, with -g, generic skb
+ * mode), through a bpf link, and keep it attached until SIGTERM or
+ * SIGINT. No clang or libbpf: the program is two instructions
+ * (r0 = XDP_PASS or XDP_DROP; exit), loaded with the bpf() syscall.
  *
  * On veth this enables the XDP receive path, which copies every skb it
  * cannot run XDP on in place into the receive queue's page_pool
  * (veth_convert_skb_to_xdp_buff, drivers/net/veth.c), so the skbs going
  * up the stack are page-pool skbs.
  *
- *   xdppass IFNAME        prints "xdppass: attached to IFNAME" once live
+ * -d -g is the 2023 page_pool RFC's benchmark case, XDP_DROP in skb mode:
+ * every packet dies inside the receiving NAPI poll, its page-pool page
+ * freed there (generic XDP copies a page-pool skb that lacks headroom into
+ * a new head first, freeing the page).
+ *
+ *   xdppass [-d] [-g] IFNAME  prints "xdppass: attached to IFNAME" once live
  */
 #include <linux/bpf.h>
 #include <linux/if_link.h>
@@ -42,18 +48,33 @@ int main(int argc, char **argv)
 		  .imm = XDP_PASS },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
+	uint32_t mode = XDP_FLAGS_DRV_MODE;
 	static char log[4096];
 	union bpf_attr attr;
 	unsigned int ifindex;
-	int pfd, lfd;
+	const char *ifname;
+	int opt, pfd, lfd;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s IFNAME\n", argv[0]);
+	while ((opt = getopt(argc, argv, "dg")) != -1) {
+		switch (opt) {
+		case 'd':
+			prog[0].imm = XDP_DROP;
+			break;
+		case 'g':
+			mode = XDP_FLAGS_SKB_MODE;
+			break;
+		default:
+			optind = argc + 1;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "usage: %s [-d] [-g] IFNAME\n", argv[0]);
 		return 2;
 	}
-	ifindex = if_nametoindex(argv[1]);
+	ifname = argv[optind];
+	ifindex = if_nametoindex(ifname);
 	if (!ifindex) {
-		fprintf(stderr, "xdppass: no interface %s\n", argv[1]);
+		fprintf(stderr, "xdppass: no interface %s\n", ifname);
 		return 1;
 	}
 	memset(&attr, 0, sizeof(attr));
@@ -74,15 +95,17 @@ int main(int argc, char **argv)
 	attr.link_create.prog_fd = pfd;
 	attr.link_create.target_ifindex = ifindex;
 	attr.link_create.attach_type = BPF_XDP;
-	attr.link_create.flags = XDP_FLAGS_DRV_MODE;
+	attr.link_create.flags = mode;
 	lfd = bpf(BPF_LINK_CREATE, &attr);
 	if (lfd < 0) {
-		perror("xdppass: BPF_LINK_CREATE (native XDP)");
+		perror(mode == XDP_FLAGS_SKB_MODE ?
+		       "xdppass: BPF_LINK_CREATE (generic XDP)" :
+		       "xdppass: BPF_LINK_CREATE (native XDP)");
 		return 1;
 	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	printf("xdppass: attached to %s\n", argv[1]);
+	printf("xdppass: attached to %s\n", ifname);
 	fflush(stdout);
 	for (;;)
 		pause();
