@@ -399,12 +399,7 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 			alts_live += h->alt;
 			continue;
 		}
-		/*
-		 * vmlinux targets keep their address: resolved once, not at
-		 * every learning episode (each resolve waits for a grace
-		 * period in unregister_kprobe()).
-		 */
-		if (!h->tp_reg && !h->addr) {
+		if (!h->tp_reg) {
 			ret = ppc_resolve_symbol(NULL, h->symbol, &h->addr,
 						 NULL);
 			if (ret == -ENOENT && h->alt) {
