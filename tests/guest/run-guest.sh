@@ -732,7 +732,7 @@ if want recycle-drop; then
 		# rarely allocates (which may have been met just now)
 		i=0
 		while [ "$(val recycle.learning)" = armed ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-		[ "$(val recycle.learning)" != armed ] || bad "$cfg: allocation probe still armed after 5 s"
+		[ "$(val recycle.learning)" != armed ] || bad "$cfg: allocation probe still armed after 5 s ($(grep -E '^recycle\.(learn|owners|tracked|deny_owner_unknown|pools_shared)' "$S" | tr '\n' ' '))"
 		hooked page_pool_alloc_pages && bad "$cfg: page_pool_alloc_pages still traced"
 		if [ "$(val recycle.polled_here)" = list_owner ]; then
 			# 6.12: the kernel's napi->list_owner; no probe per poll
