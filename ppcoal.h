@@ -54,34 +54,19 @@ enum ppc_arm {
 	PPC_ARM_PATH,		/* while its path is observe or on */
 	PPC_ARM_ON,		/* while its path is on */
 	PPC_ARM_LEARN,		/* on demand, while pool owners are learned */
-	/*
-	 * The NAPI poll tracker (which NAPI this CPU polls): live with "on"
-	 * where nothing else tells; where the kernel records it
-	 * (napi->list_owner, 6.6+), only the learner needs it.
-	 */
-	PPC_ARM_TRACK = PPC_POLL_PROBES ? PPC_ARM_ON : PPC_ARM_LEARN,
 };
 
 struct ppc_pcpu_stats {
 	u64 c[PPC_NR_COUNTERS];
 };
 
-/* Entries into and exits from each replacement, for the unload drain. */
-struct ppc_pcpu_inflight {
-	unsigned long enter[PPC_NR_HOOKS];
-	unsigned long exit[PPC_NR_HOOKS];
-};
-
 DECLARE_PER_CPU(struct ppc_pcpu_stats, ppc_stats);
-DECLARE_PER_CPU(struct ppc_pcpu_inflight, ppc_inflight);
 
 /* Current mode of each path, read locklessly on the fast path. */
 extern enum ppc_mode ppc_mode[PPC_NR_PATHS];
 
 #define ppc_count(id) this_cpu_inc(ppc_stats.c[PPC_C_##id])
 #define ppc_path_mode(p) READ_ONCE(ppc_mode[PPC_PATH_##p])
-/* Every replacement calls this on each of its returns. */
-#define ppc_leave(h) this_cpu_inc(ppc_inflight.exit[PPC_HOOK_##h])
 
 /* Replacements and callbacks named in PPC_HOOKS. */
 bool ppc_skb_try_coalesce(struct sk_buff *to, struct sk_buff *from,
@@ -98,6 +83,7 @@ bool ppc_recycle_put(struct page *page);
 
 PPC_FTRACE_CB(ppc_owner_pool_destroy_cb);
 PPC_FTRACE_CB(ppc_owner_napi_del_cb);
+PPC_FTRACE_CB(ppc_owner_pp_disable_cb);
 PPC_FTRACE_CB(ppc_owner_alloc_cb);
 PPC_FTRACE_CB(ppc_owner_poll_cb);
 int ppc_owner_tp_register(void);
@@ -110,8 +96,7 @@ PPC_FTRACE_CB(ppc_virtio_rx_frag_cb);
 const char *ppc_clone_policy_name(void);
 
 /* NAPI ownership of page pools (ppcoal_recycle.c) */
-void ppc_owner_reset(void);
-void ppc_owner_stop(void);
+int ppc_recycle_set_on(bool on);
 void ppc_owner_show(struct seq_file *m);
 void ppc_owner_exit(void);
 
@@ -126,10 +111,14 @@ int ppc_path_attach(enum ppc_path path, bool coming);
 int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live);
 bool ppc_path_armed(enum ppc_path path, enum ppc_arm arm);
 int ppc_path_set_on(enum ppc_path path, bool on);
-void ppc_path_detach(enum ppc_path path);
+int ppc_path_detach(enum ppc_path path);
 bool ppc_path_attached(enum ppc_path path);
 const char *ppc_path_state(enum ppc_path path, char *buf, size_t len);
+bool ppc_path_verified(enum ppc_path path);
+void ppc_kernel_show(struct seq_file *m);
 int ppc_engine_init(void);
+void ppc_engine_kill(void);
+bool ppc_engine_dying(void);
 void ppc_engine_exit(void);
 
 extern struct mutex ppc_lock;

@@ -8,9 +8,12 @@
  *    6.1.192, including the later hardening (frag_list and zerocopy
  *    refusal, SKBFL_SHARED_FRAG propagation).
  *  - 6.12 family (pp_ref_count for every pool): net/core/skbuff.c:6070 of
- *    Debian 6.12.117, which carries upstream 1effe8ca4e34 ("skbuff: Optimization
- *    of SKB coalescing for page pool", 6.8): equal pp_recycle suffices and
- *    a cloned page-pool from takes pp_ref_count references.
+ *    Debian 6.12.117, which carries upstream f7dc3248dcfb ("skbuff:
+ *    Optimization of SKB coalescing for page pool", 6.8): equal pp_recycle
+ *    suffices and a cloned page-pool from takes pp_ref_count references.
+ *    The refusal that change lifted came with 1effe8ca4e34 ("skbuff: fix
+ *    coalescing for page_pool fragment recycling", CVE-2022-49093), which
+ *    6.1 still carries.
  * It only calls exported functions and header inlines.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -23,23 +26,23 @@
 #ifdef PPC_HAVE_PP_REF_COUNT
 /*
  * Stand-in for the static skb_pp_frag_ref() of 6.12 (net/core/skbuff.c
- * :1058): a cloned page-pool from keeps its frags, so each one gains a
- * reference, pp_ref_count for page-pool pages, a page reference otherwise.
- * page_pool_page_is_pp() masks the DMA index bits Debian 6.12 keeps in
- * pp_magic; netmem from devmem never reaches here (unreadable is refused).
+ * :1058-1077): a cloned page-pool from keeps its frags, so each one gains
+ * a reference, pp_ref_count for page-pool netmem, a page reference
+ * otherwise. Netmem helpers throughout, as stock: an unreadable (devmem)
+ * frag is a net_iov, which has no struct page.
  */
 static void ppc_pp_frag_ref(struct skb_shared_info *shinfo)
 {
-	struct page *head;
+	netmem_ref head;
 	int i;
 
 	for (i = 0; i < shinfo->nr_frags; i++) {
-		head = compound_head(skb_frag_page(&shinfo->frags[i]));
-		if (likely(page_pool_page_is_pp(head))) {
-			page_pool_ref_page(head);
+		head = netmem_compound_head(skb_frag_netmem(&shinfo->frags[i]));
+		if (likely(ppc_netmem_is_pp(head))) {
+			page_pool_ref_netmem(head);
 			ppc_count(CO_PP_FRAG_REFS);
 		} else {
-			page_ref_inc(head);
+			page_ref_inc(netmem_to_page(head));
 		}
 	}
 }
@@ -73,7 +76,12 @@ static const char * const ppc_clone_policy_names[PPC_NR_CLONE_POLICIES] = {
 #define PPC_CLONE_DEFAULT PPC_CLONE_UPSTREAM
 #define PPC_CLONE_WORDS "upstream or legacy"
 #else
-#define PPC_CLONE_DEFAULT PPC_CLONE_DETACH
+/*
+ * refuse until a measurement with DMA-mapping pools says otherwise: detach
+ * costs a page allocation (and on real NICs a DMA map and unmap) per
+ * coalesced clone, which the benchmark that once chose it could not see.
+ */
+#define PPC_CLONE_DEFAULT PPC_CLONE_REFUSE
 #define PPC_CLONE_WORDS "detach, refuse or legacy"
 #endif
 
@@ -91,11 +99,11 @@ static bool ppc_clone_policy_ok(enum ppc_clone_policy p)
 
 static int ppc_clone_policy_set(const char *val, const struct kernel_param *kp)
 {
-	char word[16];
+	char buf[16], *word;
 	int i;
 
-	if (strscpy(word, val, sizeof(word)) >= 0) {
-		strim(word);
+	if (strscpy(buf, val, sizeof(buf)) >= 0) {
+		word = strim(buf);
 		for (i = 0; i < PPC_NR_CLONE_POLICIES; i++) {
 			if (strcmp(word, ppc_clone_policy_names[i]) ||
 			    !ppc_clone_policy_ok(i))
@@ -133,18 +141,32 @@ static const struct kernel_param_ops ppc_clone_policy_ops = {
 
 module_param_cb(clone_policy, &ppc_clone_policy_ops, NULL, 0644);
 MODULE_PARM_DESC(clone_policy,
-		 "coalesce=on and a cloned page-pool skb: 6.1 detach (default), refuse or legacy; 6.12 upstream (default) or legacy");
+		 "coalesce=on and a cloned page-pool skb: 6.1 refuse (default), detach or legacy; 6.12 upstream (default) or legacy");
 
 #ifndef PPC_HAVE_PP_REF_COUNT
-static bool ppc_page_is_pp(const struct page *head)
+/* What the page of a frag is to coalescing, classified once. */
+enum ppc_pg_class {
+	PPC_PG_PLAIN,	/* no page-pool page (or one being detached) */
+	PPC_PG_FRAG,	/* of a PP_FLAG_PAGE_FRAG pool: pp_frag_count */
+	PPC_PG_WHOLE,	/* of a one-buffer-per-page pool */
+};
+
+/*
+ * Reads pp_magic and pp once each: a concurrent detach of the same page
+ * (another clone coalescing on another CPU) clears both, so a second read
+ * of pp could be NULL. The pool stays alive while @head is in flight.
+ */
+static enum ppc_pg_class ppc_page_class(struct page *head,
+					struct page_pool **pool)
 {
 	/* 6.1 keeps compound-head and pfmemalloc marks in bits 0 and 1 */
-	return (READ_ONCE(head->pp_magic) & ~0x3UL) == PP_SIGNATURE;
-}
-
-static bool ppc_pool_is_frag(const struct page *head)
-{
-	return head->pp->p.flags & PP_FLAG_PAGE_FRAG;
+	if ((READ_ONCE(head->pp_magic) & ~0x3UL) != PP_SIGNATURE)
+		return PPC_PG_PLAIN;
+	*pool = READ_ONCE(head->pp);
+	if (!*pool)
+		return PPC_PG_PLAIN;
+	return (*pool)->p.flags & PP_FLAG_PAGE_FRAG ? PPC_PG_FRAG :
+						      PPC_PG_WHOLE;
 }
 
 /*
@@ -159,25 +181,24 @@ static bool ppc_pool_is_frag(const struct page *head)
 static int ppc_clone_take_refs(struct skb_shared_info *sh,
 			       enum ppc_clone_policy policy)
 {
+	struct page_pool *pool[MAX_SKB_FRAGS];
+	u8 class[MAX_SKB_FRAGS];
 	struct page *head;
 	unsigned long magic;
 	int i, j, why;
 
 	for (i = 0; i < sh->nr_frags; i++) {
 		head = compound_head(skb_frag_page(&sh->frags[i]));
-		if (!ppc_page_is_pp(head))
-			continue;
-		if (!ppc_pool_is_frag(head)) {
-			if (policy == PPC_CLONE_REFUSE)
-				goto refuse_policy;
-			continue;
-		}
-		if (!atomic_long_add_unless(&head->pp_frag_count, 1, LONG_MAX))
+		class[i] = ppc_page_class(head, &pool[i]);
+		if (class[i] == PPC_PG_WHOLE && policy == PPC_CLONE_REFUSE)
+			goto refuse_policy;
+		if (class[i] == PPC_PG_FRAG &&
+		    !atomic_long_add_unless(&head->pp_frag_count, 1, LONG_MAX))
 			goto refuse_bias;
 	}
 	for (i = 0; i < sh->nr_frags; i++) {
 		head = compound_head(skb_frag_page(&sh->frags[i]));
-		if (ppc_page_is_pp(head) && ppc_pool_is_frag(head)) {
+		if (class[i] == PPC_PG_FRAG) {
 			ppc_count(CO_ON_FRAG_REFS);
 			continue;
 		}
@@ -187,12 +208,10 @@ static int ppc_clone_take_refs(struct skb_shared_info *sh,
 		 * holder frees it with put_page(). The xchg makes the detach
 		 * happen once even if two clones race here.
 		 */
-		if (ppc_page_is_pp(head)) {
-			struct page_pool *pool = head->pp;
-
+		if (class[i] == PPC_PG_WHOLE) {
 			magic = xchg(&head->pp_magic, 0);
 			if ((magic & ~0x3UL) == PP_SIGNATURE) {
-				page_pool_release_page(pool, head);
+				page_pool_release_page(pool[i], head);
 				ppc_count(CO_ON_DETACHED);
 			}
 		}
@@ -208,9 +227,10 @@ refuse_policy:
 undo:
 	/* drop the FRAG-pool references of frags 0 .. i-1 */
 	for (j = 0; j < i; j++) {
+		if (class[j] != PPC_PG_FRAG)
+			continue;
 		head = compound_head(skb_frag_page(&sh->frags[j]));
-		if (ppc_page_is_pp(head) && ppc_pool_is_frag(head))
-			atomic_long_dec(&head->pp_frag_count);
+		atomic_long_dec(&head->pp_frag_count);
 	}
 	return why;
 }
@@ -255,8 +275,8 @@ static bool ppc_coalesce(struct sk_buff *to, struct sk_buff *from,
 	if (to->pp_recycle != from->pp_recycle)
 		return ppc_refuse(PPC_C_CO_R_PP_MISMATCH);
 	/*
-	 * Stock 6.1 (and upstream before 1effe8ca4e34) refuses a cloned
-	 * page-pool from, even for the copy. legacy keeps that rule.
+	 * Stock 6.1 refuses a cloned page-pool from, even for the copy
+	 * (1effe8ca4e34, until f7dc3248dcfb in 6.8). legacy keeps that rule.
 	 */
 	if (pp_clone && policy == PPC_CLONE_LEGACY)
 		return ppc_refuse(PPC_C_CO_R_PP_CLONED);
@@ -359,18 +379,13 @@ static bool ppc_coalesce(struct sk_buff *to, struct sk_buff *from,
  * @delta_truesize: truesize moved from @from to @to
  *
  * Reached only through the ftrace redirect of skb_try_coalesce(); counts
- * the call and its outcome, and leaves through ppc_leave() so that unload
- * can drain it.
+ * the call and its outcome.
  *
  * Return: true when @from was merged into @to.
  */
 bool ppc_skb_try_coalesce(struct sk_buff *to, struct sk_buff *from,
 			  bool *fragstolen, int *delta_truesize)
 {
-	bool ret;
-
 	ppc_count(CO_CALLS);
-	ret = ppc_coalesce(to, from, fragstolen, delta_truesize);
-	ppc_leave(COALESCE);
-	return ret;
+	return ppc_coalesce(to, from, fragstolen, delta_truesize);
 }

@@ -38,16 +38,6 @@
 #define ppc_fregs_set_ip(fregs, ip) ftrace_instruction_pointer_set(fregs, ip)
 #endif
 
-/*
- * Does ppcoal probe every NAPI poll to know which NAPI a CPU polls? Not
- * where the kernel records it (napi->list_owner, 6.6+).
- */
-#ifdef PPC_HAVE_NAPI_LIST_OWNER
-#define PPC_POLL_PROBES false
-#else
-#define PPC_POLL_PROBES true
-#endif
-
 /* First argument of a traced function, in an ftrace callback. */
 #ifdef PPC_HAVE_FREGS_GET_ARGUMENT
 #define ppc_fregs_arg0(fregs) ftrace_regs_get_argument(fregs, 0)
@@ -76,6 +66,19 @@
 
 #ifdef PPC_HAVE_SKBUFF_REF_H
 #include <linux/skbuff_ref.h>
+#endif
+
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+/*
+ * 6.12's netmem_is_pp() (net/core/netmem_priv.h:23, private to net/core):
+ * pp_magic of a page or net_iov, the DMA index bits Debian 6.12 keeps
+ * there and the low marks masked (PP_MAGIC_MASK, include/linux/mm.h:4293).
+ */
+static __always_inline bool ppc_netmem_is_pp(netmem_ref netmem)
+{
+	return (READ_ONCE(__netmem_clear_lsb(netmem)->pp_magic) &
+		PP_MAGIC_MASK) == PP_SIGNATURE;
+}
 #endif
 
 #endif /* _PPCOAL_COMPAT_H */

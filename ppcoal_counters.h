@@ -42,7 +42,7 @@ PPC_COUNTER(CO_R_CLONE_POLICY, coalesce, refused_clone_policy,
 PPC_COUNTER(CO_R_FRAG_BIAS, coalesce, refused_frag_bias,
 	    "refused: pp_frag_count at LONG_MAX (the pool is still carving the page)")
 PPC_COUNTER(CO_CLONE_COPIED, coalesce, clone_copied,
-	    "of copied: from was a cloned page-pool skb (stock 6.1 refuses it)")
+	    "of copied: from was a cloned page-pool skb (6.1 stock refuses it, 6.12 copies it)")
 PPC_COUNTER(CO_CLONE_MOVED, coalesce, clone_moved,
 	    "of frags_moved: from was a cloned page-pool skb (6.1, coalesce=on)")
 PPC_COUNTER(CO_ON_FRAG_REFS, coalesce, clone_frag_refs,
@@ -69,12 +69,16 @@ PPC_COUNTER(RC_DENY_ELSEWHERE, recycle, deny_owner_elsewhere,
 	    "on: of ring, not direct because this CPU is not polling the pool owner NAPI now")
 PPC_COUNTER(RC_DENY_SHARED, recycle, deny_pool_shared,
 	    "on: of ring, not direct because the pool allocates from more than one NAPI")
+PPC_COUNTER(RC_DENY_NEVER, recycle, deny_not_eligible,
+	    "on: of ring, the pool is not ppcoal's (driver not audited, or placed or withdrawn)")
 PPC_COUNTER(RC_POLLS, recycle, napi_polls,
-	    "on: NAPI polls seen by the tracker (__napi_poll entries; 6.12: while learning)")
+	    "on: NAPI polls seen by the tracker (__napi_poll entries)")
 PPC_COUNTER(RC_LEARNED, recycle, owners_learned,
 	    "on: pool owners learned (a pool allocated inside a NAPI poll)")
 PPC_COUNTER(RC_SHARED, recycle, pools_shared,
 	    "on: pools seen allocating from a second NAPI, never recycled directly again")
+PPC_COUNTER(RC_NEVER, recycle, pools_not_eligible,
+	    "on: pools found not ppcoal's (driver not audited, pool placed or withdrawn)")
 PPC_COUNTER(RC_FORGOT_DESTROY, recycle, owners_forgotten_destroy,
 	    "on: owner entries dropped because page_pool_destroy ran")
 PPC_COUNTER(RC_FORGOT_NAPI, recycle, owners_forgotten_napi_del,

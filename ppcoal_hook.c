@@ -2,48 +2,79 @@
 /*
  * ppcoal hook engine: resolves hook targets, redirects them with ftrace
  * (livepatch style, kernel/livepatch/patch.c klp_ftrace_handler), follows
- * modules that own targets, and drains in-flight replacements on removal.
+ * modules that own targets, and removes every hook before module text can
+ * go away.
  *
  * Addresses are found with a disabled kprobe (the kprobe core does the
  * kallsyms lookup; nothing here calls a non-exported function) and sized
  * with sprint_symbol(). Redirect callbacks run without
  * FTRACE_OPS_FL_RECURSION for speed: they are notrace and call nothing.
+ *
+ * Lifetime rules, each resting on a kernel line (Debian 6.1.192 / 6.12.117
+ * kernel/trace/ftrace.c):
+ *  - Our ftrace_ops live in module data, so __register_ftrace_function()
+ *    marks them FTRACE_OPS_FL_DYNAMIC (6.1 :332, 6.12 :364); for such ops
+ *    ftrace_shutdown(), run by unregister_ftrace_function(), waits
+ *    synchronize_rcu_tasks_rude() and synchronize_rcu_tasks() before it
+ *    returns (6.1 :3108-3129, the latter with CONFIG_PREEMPTION, which
+ *    Debian's PREEMPT_DYNAMIC builds have; 6.12 :3197-3217). A CPU or a
+ *    task that entered a replacement through the redirect, running or
+ *    preempted in it, has left it by then: no in-flight count is needed.
+ *    Those waits are skipped only when unregistering fails (ftrace
+ *    disabled by an earlier ftrace bug, or an ops not registered): such a
+ *    hook is kept as live and the module pinned (ppc_hook_detach()).
+ *  - kernel.ftrace_enabled=0 would silently stop every hook, among them
+ *    the teardown callbacks the owner table relies on. Every ops is
+ *    FTRACE_OPS_FL_PERMANENT, as livepatch's: ftrace_enable_sysctl()
+ *    refuses the write while one is registered (6.1 :8524, 6.12 :8908),
+ *    and registering one while ftrace is off fails with -EBUSY.
+ *  - Module parameters stay writable until free_module() (6.1
+ *    kernel/module/main.c:755-759 and :1151-1155), after the exit
+ *    function: ppc_engine_kill() makes every later attach fail, under
+ *    ppc_lock, before exit removes anything.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/delay.h>
+#include <linux/kernel.h>
 #include <linux/kallsyms.h>
 #include <linux/kprobes.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
+#include <linux/utsname.h>
 
 #include "ppcoal.h"
-
-DEFINE_PER_CPU(struct ppc_pcpu_inflight, ppc_inflight);
 
 struct ppc_hook {
 	const char *module;
 	const char *symbol;
 	enum ppc_path path;
 	enum ppc_arm arm;
-	void *replacement;
-	ftrace_func_t callback;
-	bool ipmodify;
+	void *replacement;	/* else ops.func is the callback */
 	bool alt;		/* one of alternatives: may be missing */
 	int (*tp_reg)(void);	/* a tracepoint probe, not an ftrace_ops */
 	void (*tp_unreg)(void);
 	unsigned long addr;
 	bool attached;
+	bool stuck;		/* unregister failed: still live */
 	struct ftrace_ops ops;
 };
+
+/*
+ * No SAVE_REGS: with DYNAMIC_FTRACE_WITH_ARGS the instruction pointer is
+ * reachable through ftrace_regs, as livepatch uses it. PERMANENT: see the
+ * lifetime rules above.
+ */
+#define PPC_OPS_FLAGS(ipmod) \
+	(FTRACE_OPS_FL_PERMANENT | ((ipmod) ? FTRACE_OPS_FL_IPMODIFY : 0))
 
 static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
 #define PPC_HOOK(id, p, a, mod, sym, repl, cb, ipmod, alternative) \
 	[PPC_HOOK_##id] = { .module = mod, .symbol = sym, \
 			    .path = PPC_PATH_##p, .arm = PPC_ARM_##a, \
-			    .replacement = repl, .callback = cb, \
-			    .ipmodify = ipmod, .alt = alternative },
+			    .replacement = repl, .alt = alternative, \
+			    .ops.func = cb, .ops.flags = PPC_OPS_FLAGS(ipmod) },
 #define PPC_TRACEPOINT(id, p, a, name, reg, unreg) \
 	[PPC_HOOK_##id] = { .symbol = name, .path = PPC_PATH_##p, \
 			    .arm = PPC_ARM_##a, .tp_reg = reg, \
@@ -60,6 +91,99 @@ struct ppc_path_status {
 };
 
 static struct ppc_path_status ppc_status[PPC_NR_PATHS];
+
+/* What a path adds to its hooks (the PPC_PATH table). */
+static const struct {
+	int (*resolve)(void);
+	void (*forget)(void);
+	int (*set_on)(bool on);
+} ppc_path_ops[PPC_NR_PATHS] = {
+#define PPC_PATH(id, n, on, d, res, fgt, seton) \
+	[PPC_PATH_##id] = { .resolve = res, .forget = fgt, .set_on = seton },
+#include "ppcoal_tables.h"
+#undef PPC_PATH
+};
+
+/*
+ * The Debian kernel source versions each path's shadow was verified
+ * against (generated from verified-functions.tsv): a path attaches only on
+ * one of them, unless the administrator accepts an unverified kernel.
+ */
+static const struct {
+	enum ppc_path path;
+	const char *version;
+} ppc_verified[] = {
+#define PPC_VERIFIED(p, v) { .path = PPC_PATH_##p, .version = v },
+#include "ppcoal_verified.h"
+#undef PPC_VERIFIED
+};
+
+static char ppc_debver[32] = "unknown";	/* this kernel's, set at init */
+
+static char *assume_debian_version;
+module_param(assume_debian_version, charp, 0444);
+MODULE_PARM_DESC(assume_debian_version,
+		 "tests only: the Debian source version to assume instead of the running kernel's");
+
+static bool accept_unverified;
+module_param(accept_unverified, bool, 0444);
+MODULE_PARM_DESC(accept_unverified,
+		 "load-time: attach paths on a Debian kernel version they were not verified against, at your own risk (default 0)");
+
+/**
+ * ppc_path_verified() - was this path's shadow verified on this kernel
+ * @path: the path
+ *
+ * Return: true when the running kernel's Debian source version is one the
+ * path was verified against.
+ */
+bool ppc_path_verified(enum ppc_path path)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(ppc_verified); i++)
+		if (ppc_verified[i].path == path &&
+		    !strcmp(ppc_verified[i].version, ppc_debver))
+			return true;
+	return false;
+}
+
+/**
+ * ppc_kernel_show() - the kernel version lines of the stats file
+ * @m: the stats file
+ */
+void ppc_kernel_show(struct seq_file *m)
+{
+	int p;
+
+	seq_printf(m, "debian_version %s\n", ppc_debver);
+	seq_puts(m, "verified");
+	for (p = 0; p < PPC_NR_PATHS; p++)
+		seq_printf(m, " %s=%s", ppc_path_name(p),
+			   ppc_path_verified(p) ? "yes" : "no");
+	seq_printf(m, "%s\n", accept_unverified ?
+		   " (accept_unverified=1: unverified paths run at the administrator's risk)" : "");
+}
+
+/* The Debian source version in "#1 SMP ... Debian 6.1.192-3 (date)". */
+static void ppc_read_debver(void)
+{
+	const char *v = assume_debian_version;
+	size_t n;
+
+	if (!v) {
+		v = strstr(init_utsname()->version, "Debian ");
+		if (!v)
+			return;
+		v += strlen("Debian ");
+	}
+	n = strcspn(v, " ");
+	if (n && n < sizeof(ppc_debver))
+		strscpy(ppc_debver, v, n + 1);
+}
+
+/* Module exit has begun: nothing may attach again (under ppc_lock). */
+static bool ppc_dying;
 
 /* The next hook of @path after @h (NULL: the first), or NULL. */
 static struct ppc_hook *ppc_next_hook(enum ppc_path path, struct ppc_hook *h)
@@ -96,14 +220,23 @@ static struct ppc_hook *ppc_next_armed(enum ppc_path path, enum ppc_arm arm,
 	return NULL;
 }
 
+/* The module of the first hook of @path that lives in one, or NULL. */
+static const char *ppc_path_first_module(enum ppc_path path)
+{
+	struct ppc_hook *h;
+
+	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h))
+		if (h->module)
+			return h->module;
+	return NULL;
+}
+
 static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
 				 struct ftrace_ops *op,
 				 struct ftrace_regs *fregs)
 {
 	struct ppc_hook *h = container_of(op, struct ppc_hook, ops);
 
-	/* Counted before the jump: the drain waits for the matching exit. */
-	this_cpu_inc(ppc_inflight.enter[h - ppc_hooks]);
 	ppc_fregs_set_ip(fregs, (unsigned long)h->replacement);
 }
 
@@ -163,6 +296,8 @@ static int ppc_hook_attach(struct ppc_hook *h)
 {
 	int ret;
 
+	if (ppc_dying)
+		return -ESHUTDOWN;
 	if (h->tp_reg) {
 		ret = h->tp_reg();
 		if (ret)
@@ -171,12 +306,6 @@ static int ppc_hook_attach(struct ppc_hook *h)
 		return 0;
 	}
 
-	h->ops.func = h->replacement ? ppc_redirect : h->callback;
-	/*
-	 * No SAVE_REGS: with DYNAMIC_FTRACE_WITH_ARGS the instruction pointer
-	 * is reachable through ftrace_regs, as livepatch uses it.
-	 */
-	h->ops.flags = h->ipmodify ? FTRACE_OPS_FL_IPMODIFY : 0;
 	ret = ftrace_set_filter_ip(&h->ops, h->addr, 0, 1);
 	if (ret)
 		return ret;
@@ -189,46 +318,36 @@ static int ppc_hook_attach(struct ppc_hook *h)
 	return 0;
 }
 
-static unsigned long ppc_inflight_of(int id)
+/*
+ * Returns 0 once no CPU runs the hook's callback or replacement, or can
+ * enter them again (the waits of ftrace_shutdown(), see the lifetime
+ * rules above). A failed unregister leaves the hook live and stuck: the
+ * module is pinned so that its text never goes away under it.
+ */
+static int ppc_hook_detach(struct ppc_hook *h)
 {
-	unsigned long in = 0, out = 0;
-	int cpu;
-
-	for_each_possible_cpu(cpu) {
-		in += READ_ONCE(per_cpu(ppc_inflight.enter[id], cpu));
-		out += READ_ONCE(per_cpu(ppc_inflight.exit[id], cpu));
-	}
-	return in - out;
-}
-
-static void ppc_hook_detach(struct ppc_hook *h)
-{
-	unsigned long left;
-	unsigned int ms = 0;
 	int ret;
 
 	if (!h->attached)
-		return;
+		return 0;
 	if (h->tp_reg) {
 		/* Returns once no CPU runs the probe. */
 		h->tp_unreg();
 		h->attached = false;
-		return;
+		return 0;
 	}
-	/* Returns once no CPU can be in the callback or enter it again. */
 	ret = unregister_ftrace_function(&h->ops);
-	if (ret)
-		pr_err("%s: unregister_ftrace_function: %d\n", h->symbol, ret);
-	h->attached = false;
-	if (!h->replacement)
-		return;
-	/* Every entry counted by ppc_redirect() must leave the shadow. */
-	while ((left = ppc_inflight_of(h - ppc_hooks)) != 0) {
-		usleep_range(1000, 2000);
-		if (++ms % 10000 == 0)
-			pr_warn("%s: still waiting for %lu in-flight calls\n",
-				h->symbol, left);
+	if (ret) {
+		if (!h->stuck) {
+			h->stuck = true;
+			__module_get(THIS_MODULE);
+		}
+		pr_crit("%s: unregister_ftrace_function failed (%d): the hook stays live and ppcoal stays loaded\n",
+			h->symbol, ret);
+		return ret;
 	}
+	h->attached = false;
+	return 0;
 }
 
 static void ppc_set_reason(enum ppc_path path, const struct ppc_hook *h,
@@ -238,8 +357,11 @@ static void ppc_set_reason(enum ppc_path path, const struct ppc_hook *h,
 
 	if (err == -EBUSY)
 		snprintf(st->reason, sizeof(st->reason),
-			 "%s is already modified by another ftrace IPMODIFY user (a livepatch?) (-EBUSY)",
+			 "%s is already modified by another ftrace IPMODIFY user (a livepatch?), or kernel.ftrace_enabled is 0 (-EBUSY)",
 			 h->symbol);
+	else if (err == -ESHUTDOWN)
+		snprintf(st->reason, sizeof(st->reason),
+			 "ppcoal is being unloaded (-ESHUTDOWN)");
 	else if (err == -ENOENT)
 		snprintf(st->reason, sizeof(st->reason),
 			 "%s not found in %s (-ENOENT)", h->symbol,
@@ -268,8 +390,17 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 	int ret = 0;
 
 	lockdep_assert_held(&ppc_lock);
+	if (ppc_dying)
+		return -ESHUTDOWN;
 	st->reason[0] = '\0';
 	st->waiting = false;
+	if (!ppc_path_verified(path) && !accept_unverified) {
+		snprintf(st->reason, sizeof(st->reason),
+			 "not verified for Debian %s (see README)", ppc_debver);
+		pr_warn("%s: unavailable: not verified for Debian %s; the path stays off, the others keep working. Check the kernel with scripts/ppcoal-verify-kernel %s, or load ppcoal with accept_unverified=1 at your own risk\n",
+			ppc_path_name(path), ppc_debver, ppc_debver);
+		return -EPERM;
+	}
 	for (h = ppc_next_armed(path, PPC_ARM_PATH, NULL); h;
 	     h = ppc_next_armed(path, PPC_ARM_PATH, h)) {
 		if (h->attached || h->tp_reg)
@@ -284,12 +415,19 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 		if (ret)
 			goto fail;
 	}
-	if (path == PPC_PATH_VIRTIO) {
-		ret = ppc_virtio_resolve();
+	if (ppc_path_ops[path].resolve) {
+		ret = ppc_path_ops[path].resolve();
+		/* its module went away since its hooks resolved: wait for it */
+		if (ret == -ENOENT && ppc_path_first_module(path) && !coming) {
+			st->waiting = true;
+			st->waiting_for = ppc_path_first_module(path);
+			ret = 0;
+			goto undo;
+		}
 		if (ret) {
 			snprintf(st->reason, sizeof(st->reason),
-				 "virtio_net receive functions not found (%d)",
-				 ret);
+				 "functions the %s path needs not found (%d)",
+				 ppc_path_name(path), ret);
 			goto undo;
 		}
 	}
@@ -319,27 +457,38 @@ undo:
 }
 
 /**
- * ppc_path_detach() - remove every hook of a path and drain it
+ * ppc_path_detach() - remove every hook of a path
  * @path: the path
  *
- * Called with ppc_lock held. On return no CPU runs or will run a
- * replacement of this path (up to its final return instruction; module
- * exit adds synchronize_rcu_tasks() for that).
+ * Called with ppc_lock held. On success no CPU runs or will run a callback
+ * or replacement of this path (see the lifetime rules at the top).
+ *
+ * Return: 0, or the error of a hook that could not be removed (it stays
+ * live, the module stays pinned, the path reads unavailable).
  */
-void ppc_path_detach(enum ppc_path path)
+int ppc_path_detach(enum ppc_path path)
 {
 	struct ppc_hook *h;
 	bool was = false;
+	int ret = 0, err;
 
 	lockdep_assert_held(&ppc_lock);
 	for (h = ppc_prev_hook(path, NULL); h; h = ppc_prev_hook(path, h)) {
 		was |= h->attached;
-		ppc_hook_detach(h);
+		err = ppc_hook_detach(h);
+		if (err && !ret) {
+			ret = err;
+			snprintf(ppc_status[path].reason,
+				 sizeof(ppc_status[path].reason),
+				 "%s could not be unhooked (%d); ppcoal stays loaded",
+				 h->symbol, err);
+		}
 	}
-	if (path == PPC_PATH_VIRTIO)
-		ppc_virtio_forget();
-	if (was)
+	if (ppc_path_ops[path].forget)
+		ppc_path_ops[path].forget();
+	if (was && !ret)
 		pr_info("%s: detached\n", ppc_path_name(path));
+	return ret;
 }
 
 /**
@@ -388,7 +537,7 @@ bool ppc_path_armed(enum ppc_path path, enum ppc_arm arm)
 int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 {
 	struct ppc_hook *h;
-	int ret = 0, alts = 0, alts_live = 0;
+	int ret = 0, err, alts = 0, alts_live = 0;
 
 	lockdep_assert_held(&ppc_lock);
 
@@ -423,9 +572,13 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 		       h ? h->symbol : "any of the alternative functions", ret);
 	if (live && !ret)
 		return 0;
-	for (h = ppc_prev_hook(path, NULL); h; h = ppc_prev_hook(path, h))
-		if (h->arm == arm)
-			ppc_hook_detach(h);
+	for (h = ppc_prev_hook(path, NULL); h; h = ppc_prev_hook(path, h)) {
+		if (h->arm != arm)
+			continue;
+		err = ppc_hook_detach(h);
+		if (err && !ret)
+			ret = err;
+	}
 	return ret;
 }
 
@@ -435,30 +588,17 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
  * @on: entering on (true, before the mode is written) or leaving it
  *	(false, after the mode is written)
  *
- * Called with ppc_lock held. Only the recycle path has hooks of its own
- * for "on": the NAPI poll tracker and the pool-owner bookkeeping.
+ * Called with ppc_lock held; runs the path's own set_on operation, if it
+ * has one (the PPC_PATH table).
  *
  * Return: 0 or a negative errno (entering only).
  */
 int ppc_path_set_on(enum ppc_path path, bool on)
 {
-	int ret;
-
 	lockdep_assert_held(&ppc_lock);
-	if (path != PPC_PATH_RECYCLE)
-		return 0;
-	if (!on) {
-		ppc_path_arm(path, PPC_ARM_LEARN, false);
-		ppc_path_arm(path, PPC_ARM_ON, false);
-		ppc_owner_stop();
-		return 0;
-	}
-	ppc_owner_reset();
-	ret = ppc_path_arm(path, PPC_ARM_ON, true);
-	if (ret)
-		pr_err("%s: on needs the NAPI poll tracker and the pool teardown hooks; they cannot be installed here (%d)\n",
-		       ppc_path_name(path), ret);
-	return ret;
+	if (on && ppc_dying)
+		return -ESHUTDOWN;
+	return ppc_path_ops[path].set_on ? ppc_path_ops[path].set_on(on) : 0;
 }
 
 /**
@@ -499,21 +639,28 @@ static int ppc_module_notify(struct notifier_block *nb, unsigned long action,
 			     void *data)
 {
 	struct module *mod = data;
-	const char *name;
+	const char *name[PPC_NR_PATHS];
+	bool ours = false;
 	int p;
 
 	if (action != MODULE_STATE_COMING && action != MODULE_STATE_GOING)
 		return NOTIFY_DONE;
-	mutex_lock(&ppc_lock);
+	/* Every module load passes here: the lock only for ours. */
 	for (p = 0; p < PPC_NR_PATHS; p++) {
-		name = ppc_path_module(p, mod->name);
-		if (!name)
+		name[p] = ppc_path_module(p, mod->name);
+		ours |= !!name[p];
+	}
+	if (!ours)
+		return NOTIFY_DONE;
+	mutex_lock(&ppc_lock);
+	for (p = 0; p < PPC_NR_PATHS && !ppc_dying; p++) {
+		if (!name[p])
 			continue;
 		if (action == MODULE_STATE_GOING) {
 			/* Its exit has unregistered its devices: no traffic. */
 			ppc_path_detach(p);
 			ppc_status[p].waiting = true;
-			ppc_status[p].waiting_for = name;
+			ppc_status[p].waiting_for = name[p];
 		} else {
 			ppc_status[p].waiting = false;
 			if (READ_ONCE(ppc_mode[p]) != PPC_MODE_OFF)
@@ -535,27 +682,66 @@ static struct notifier_block ppc_module_nb = {
  */
 int ppc_engine_init(void)
 {
+	int i;
+
+	ppc_read_debver();
+	if (accept_unverified)
+		pr_warn("accept_unverified=1: paths attach on Debian %s whether verified or not, at the administrator's risk\n",
+			ppc_debver);
+	for (i = 0; i < PPC_NR_HOOKS; i++)
+		if (ppc_hooks[i].replacement)
+			ppc_hooks[i].ops.func = ppc_redirect;
 	return register_module_notifier(&ppc_module_nb);
 }
 
 /**
- * ppc_engine_exit() - remove every hook and make module text unreachable
+ * ppc_engine_kill() - module exit has begun: no hook may attach again
+ *
+ * Called with ppc_lock held, first thing in module exit: a parameter
+ * write, the learner or a module notification that runs later finds the
+ * engine dying and attaches nothing.
+ */
+void ppc_engine_kill(void)
+{
+	lockdep_assert_held(&ppc_lock);
+	ppc_dying = true;
+}
+
+/**
+ * ppc_engine_dying() - has module exit begun
+ *
+ * Return: true after ppc_engine_kill().
+ */
+bool ppc_engine_dying(void)
+{
+	lockdep_assert_held(&ppc_lock);
+	return ppc_dying;
+}
+
+/**
+ * ppc_engine_exit() - remove every hook; after it no module text runs
+ *
+ * Called after ppc_engine_kill(). unregister_ftrace_function() waits for
+ * every CPU and task to leave our callbacks and replacements (the lifetime
+ * rules at the top), and tracepoint probes are unregistered with
+ * tracepoint_synchronize_unregister(). A hook that cannot be removed is
+ * the one case where unloading would free live text: exit then never
+ * returns, and says so.
  */
 void ppc_engine_exit(void)
 {
+	bool stuck = false;
 	int p;
 
 	unregister_module_notifier(&ppc_module_nb);
 	mutex_lock(&ppc_lock);
 	for (p = 0; p < PPC_NR_PATHS; p++)
-		ppc_path_detach(p);
+		stuck |= ppc_path_detach(p) != 0;
 	mutex_unlock(&ppc_lock);
-	/*
-	 * A task preempted between a replacement's exit count and its return
-	 * instruction still runs module text: wait until every task has
-	 * passed a voluntary context switch, as ftrace does for trampolines.
-	 */
-	synchronize_rcu_tasks();
+	while (stuck) {
+		pr_emerg("a hook could not be removed; unloading would leave it calling freed module text, so this module exit waits forever\n");
+		ssleep(3600);
+	}
 	for (p = 0; p < PPC_NR_HOOKS; p++)
 		if (!ppc_hooks[p].tp_reg)
 			ftrace_free_filter(&ppc_hooks[p].ops);

@@ -33,7 +33,7 @@ static const struct {
 	const char *on_means;	/* what "on" adds to "observe" here */
 	const char *desc;
 } ppc_path_info[PPC_NR_PATHS] = {
-#define PPC_PATH(id, n, on, d) \
+#define PPC_PATH(id, n, on, d, ...) \
 	[PPC_PATH_##id] = { .name = #n, .on_means = on, .desc = d },
 #include "ppcoal_tables.h"
 #undef PPC_PATH
@@ -73,12 +73,12 @@ static int ppc_vlen(const char *val)
 
 static int ppc_parse_mode(const char *val, enum ppc_mode *mode)
 {
-	char word[16];
+	char buf[16], *word;
 	int m;
 
-	if (strscpy(word, val, sizeof(word)) < 0)
+	if (strscpy(buf, val, sizeof(buf)) < 0)
 		return -EINVAL;
-	strim(word);
+	word = strim(buf);
 	for (m = 0; m < PPC_NR_MODES; m++) {
 		if (!strcmp(word, ppc_mode_names[m])) {
 			*mode = m;
@@ -86,6 +86,20 @@ static int ppc_parse_mode(const char *val, enum ppc_mode *mode)
 		}
 	}
 	return -EINVAL;
+}
+
+/*
+ * Module exit has begun (ppc_engine_kill()): parameters stay writable
+ * until the module is freed, but nothing may change any more. Called with
+ * ppc_lock held.
+ */
+static int ppc_refuse_if_dying(const char *what)
+{
+	if (!ppc_engine_dying())
+		return 0;
+	pr_err_ratelimited("%s: ppcoal is being unloaded; mode writes are refused (load it again to change modes)\n",
+			   what);
+	return -ENODEV;
 }
 
 /* Called with ppc_lock held. */
@@ -147,7 +161,9 @@ static int ppc_param_set_path(const char *val, const struct kernel_param *kp)
 		return -EINVAL;
 	}
 	mutex_lock(&ppc_lock);
-	ret = ppc_set_path_mode(path, mode);
+	ret = ppc_refuse_if_dying(ppc_path_name(path));
+	if (!ret)
+		ret = ppc_set_path_mode(path, mode);
 	mutex_unlock(&ppc_lock);
 	return ret;
 }
@@ -179,7 +195,7 @@ MODULE_PARM_DESC(virtio, "virtio_net receive build_skb -> napi_build_skb: off, o
 static int ppc_param_set_master(const char *val, const struct kernel_param *kp)
 {
 	enum ppc_mode mode;
-	int p;
+	int p, ret;
 
 	if (ppc_parse_mode(val, &mode)) {
 		pr_err("mode: invalid mode \"%.*s\": use off, observe or on; modes unchanged\n",
@@ -187,10 +203,11 @@ static int ppc_param_set_master(const char *val, const struct kernel_param *kp)
 		return -EINVAL;
 	}
 	mutex_lock(&ppc_lock);
-	for (p = 0; p < PPC_NR_PATHS; p++)
+	ret = ppc_refuse_if_dying("mode");
+	for (p = 0; p < PPC_NR_PATHS && !ret; p++)
 		ppc_set_path_mode(p, mode);
 	mutex_unlock(&ppc_lock);
-	return 0;
+	return ret;
 }
 
 static int ppc_param_get_master(char *buf, const struct kernel_param *kp)
@@ -250,6 +267,7 @@ static int ppc_stats_show(struct seq_file *m, void *v)
 	int c, p, cpu;
 
 	seq_printf(m, "release %s\n", init_utsname()->release);
+	ppc_kernel_show(m);
 	seq_printf(m, "recycle_target %s\n", PPC_RECYCLE_TARGET);
 	mutex_lock(&ppc_lock);
 	for (p = 0; p < PPC_NR_PATHS; p++) {
@@ -308,6 +326,8 @@ static void __exit ppc_exit(void)
 
 	debugfs_remove_recursive(ppc_debugfs);
 	mutex_lock(&ppc_lock);
+	/* First: a parameter write after this attaches nothing. */
+	ppc_engine_kill();
 	for (p = 0; p < PPC_NR_PATHS; p++)
 		ppc_set_path_mode(p, PPC_MODE_OFF);
 	mutex_unlock(&ppc_lock);

@@ -11,35 +11,42 @@
  * the shadow evaluates too, to count it.
  *
  * on: the page goes straight into the pool's lockless cache when the free
- * runs in softirq on the CPU that is polling the NAPI that owns the pool,
- * the rule upstream reached in 6.6 (commit 8c48eea3adf3, "page_pool: allow
- * caching from safely localized NAPI") and 6.10 (pool->p.napi with
- * napi->list_owner). 6.1 knows neither owner nor poller, so ppcoal learns
- * both:
- *  - which NAPI each CPU is polling now: marked at __napi_poll() entry
+ * runs in softirq inside the poll, on this CPU, of the NAPI that owns the
+ * pool, and that NAPI's driver is on the list of audited drivers. Upstream
+ * recycles directly only into pools whose driver declared a NAPI the sole
+ * consumer of its pages (page_pool_params.napi, 6.12
+ * include/net/page_pool/types.h; upstream 4a36d0180c45 in 6.6 and the
+ * .napi rule of 6.10) and can withdraw it
+ * (page_pool_disable_direct_recycling(), dd64b232deb8). ppcoal goes beyond
+ * that only where a human audit says the pool's NAPI is its sole consumer:
+ *  - eligible drivers are a table (PPC_AUDITED in ppcoal_tables.h, each row
+ *    with the driver lines its audit rests on): they allocate from their
+ *    pools only inside their NAPI poll or while it is disabled, destroy a
+ *    pool only after napi_disable(), and free no pool page in ->poll()
+ *    after napi_complete_done(). The driver is the module that holds the
+ *    NAPI's ->poll function. recycle_drivers adds drivers (experts only);
+ *  - which NAPI each CPU polls now: marked at __napi_poll() entry
  *    (ftrace), the only caller of ->poll from net_rx_action() and threaded
  *    NAPI, unmarked by the napi:napi_poll tracepoint after ->poll returns
- *    (see ppc_owner_tp()); two cheap probes per poll, no kretprobe.
- *    Busy polling calls ->poll directly: unseen, so those frees use the
- *    ring. 6.6+ kernels record it themselves (napi->list_owner, the CPU
- *    a scheduled NAPI is polled on): there the probes serve only the
- *    learning below, armed with it, and the free path asks list_owner,
- *    as upstream does for pools that name their NAPI;
+ *    (see ppc_owner_tp()); two probes per poll, no kretprobe. Busy polling
+ *    calls ->poll directly: unseen, so those frees use the ring. 6.12
+ *    uses the same probes: napi->list_owner only holds for sole consumers;
  *  - which NAPI owns a pool: the one polling when the pool allocates.
  *    The allocation probe is armed only while a pool the free path met is
  *    unknown, and removed once it is learned (at most PPC_LEARN_MAX).
  *    A pool seen allocating under two NAPIs is shared: never direct.
  *    An owner is forgotten when its pool is destroyed or its NAPI deleted,
- *    so no entry outlives either. Drivers destroy a pool only after its
- *    NAPI is disabled (the contract page_pool_disable_direct_recycling()
- *    relies on upstream), so no free in that poll races the forgetting.
- * 6.12 pools that name their NAPI (page_pool_params.napi) or CPU are left
- * to the kernel's own rule; the tracker serves the others (veth, vmxnet3,
- * xen-netfront never set .napi).
+ *    so no entry outlives either.
+ * 6.12 pools that name their NAPI (page_pool_params.napi) or CPU are the
+ * kernel's: ppcoal never learns them, and a pool whose direct recycling
+ * its driver withdrew (page_pool_disable_direct_recycling()) is never
+ * direct again while it lives.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/hash.h>
+#include <linux/kallsyms.h>
+#include <linux/module.h>
 #include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
@@ -52,17 +59,21 @@
 /*
  * The owner table: PPC_OWN_BUCKETS buckets of PPC_OWN_WAYS slots, a bucket
  * per hash of the pool pointer, keys of a bucket in one cache line. Pool
- * pointers in it are only compared; owners are dereferenced only by
- * ppc_polled_here() on 6.6+. A slot's key is 0 (free), a
- * pool, or PPC_OWN_TOMB (freed, reusable after an RCU grace period, so that
- * a reader that matched the old key never sees a new pool's owner). Its
- * owner is 0 (unknown), a napi_struct pointer or PPC_OWN_SHARED.
+ * and NAPI pointers in it are only compared, never dereferenced. A slot's
+ * key is 0 (free), a pool, or PPC_OWN_TOMB (retired; freed by
+ * ppc_reclaim_fn() only after an RCU grace period that began after it was
+ * retired, so that a reader that matched the old key never sees a new
+ * pool's owner). Its owner is 0 (unknown), a napi_struct pointer, or one
+ * of the verdicts PPC_OWN_SHARED and PPC_OWN_NEVER. Readers take no lock;
+ * every writer holds ppc_own_lock (writes are rare: learning, teardown).
  */
 #define PPC_OWN_SHIFT	5
 #define PPC_OWN_BUCKETS	BIT(PPC_OWN_SHIFT)
 #define PPC_OWN_WAYS	8
-#define PPC_OWN_TOMB	1UL
-#define PPC_OWN_SHARED	1UL
+#define PPC_OWN_TOMB	1UL	/* key */
+#define PPC_OWN_SHARED	2UL	/* owner: allocates under two NAPIs */
+#define PPC_OWN_NEVER	3UL	/* owner: not ppcoal's (see ppc_never_why) */
+#define PPC_OWN_VERDICT	PPC_OWN_NEVER	/* owners above it are NAPIs */
 /* How long the allocation probe stays armed, and how long it rests after. */
 #define PPC_LEARN_MAX	(2 * HZ)
 #define PPC_LEARN_REST	(10 * HZ)
@@ -73,6 +84,7 @@ struct ppc_own_bucket {
 } ____cacheline_aligned;
 
 static struct ppc_own_bucket ppc_owners[PPC_OWN_BUCKETS];
+static DEFINE_RAW_SPINLOCK(ppc_own_lock);
 /*
  * Bumped after any owner is dropped or turns shared, so that per-CPU
  * lookup caches die; atomic, as two CPUs may forget at once.
@@ -88,11 +100,12 @@ static void notrace ppc_own_changed(void)
 static void ppc_reclaim_fn(struct work_struct *work);
 static DECLARE_WORK(ppc_reclaim_work, ppc_reclaim_fn);
 
-/* Retire the slot of @key, whose owner is already cleared. */
-static void notrace ppc_own_retire(unsigned long *key)
+/* Retire slot @i of @b. Under ppc_own_lock. */
+static void notrace ppc_own_retire(struct ppc_own_bucket *b, int i)
 {
+	WRITE_ONCE(b->owner[i], 0);
 	smp_wmb();	/* owner gone before the key changes */
-	WRITE_ONCE(*key, PPC_OWN_TOMB);
+	WRITE_ONCE(b->pool[i], PPC_OWN_TOMB);
 }
 
 /*
@@ -141,21 +154,21 @@ static __always_inline int ppc_own_find(struct ppc_own_bucket *b,
 	return -1;
 }
 
-/* The slot of @pool, claimed if it has none; -1 when the bucket is full. */
+/*
+ * The slot of @pool, claimed if it has none; -1 when the bucket is full.
+ * Under ppc_own_lock: a free slot has owner 0 (ppc_reclaim_fn()).
+ */
 static int notrace ppc_own_claim(struct ppc_own_bucket *b, unsigned long pool)
 {
-	int i;
+	int i = ppc_own_find(b, pool);
 
-again:
-	i = ppc_own_find(b, pool);
 	if (i >= 0)
 		return i;
 	for (i = 0; i < PPC_OWN_WAYS; i++) {
-		if (READ_ONCE(b->pool[i]))
-			continue;
-		if (!cmpxchg(&b->pool[i], 0, pool))
+		if (!b->pool[i]) {
+			WRITE_ONCE(b->pool[i], pool);
 			return i;
-		goto again;	/* somebody took it: maybe for @pool */
+		}
 	}
 	ppc_count(RC_TABLE_FULL);
 	return -1;
@@ -170,31 +183,44 @@ static __always_inline unsigned long ppc_own_lookup(unsigned long pool)
 	return i < 0 ? 0 : READ_ONCE(b->owner[i]);
 }
 
-/* Record that @pool allocated while this CPU polled @napi. */
-static void notrace ppc_own_learn(unsigned long pool, unsigned long napi)
+/* Slot @i of @b gets a final verdict. Under ppc_own_lock. */
+static void notrace ppc_own_verdict(struct ppc_own_bucket *b, int i,
+				    unsigned long verdict)
+{
+	WRITE_ONCE(b->owner[i], verdict);
+	ppc_own_changed();	/* lookup caches may hold the old owner */
+	if (verdict == PPC_OWN_NEVER)
+		ppc_count(RC_NEVER);
+	else
+		ppc_count(RC_SHARED);
+}
+
+/*
+ * Record what the allocation of @pool under @napi says: @napi owns it, or
+ * (@owner a verdict) it is never ppcoal's. A second NAPI makes it shared;
+ * a verdict is final while the pool lives.
+ */
+static void notrace ppc_own_learn(unsigned long pool, unsigned long owner)
 {
 	struct ppc_own_bucket *b = ppc_bucket(pool);
-	unsigned long old;
+	unsigned long flags, old;
 	int i;
 
-	i = ppc_own_find(b, pool);
-	if (i >= 0) {
-		old = READ_ONCE(b->owner[i]);
-		if (old == napi || old == PPC_OWN_SHARED)
-			return;
-	} else {
-		i = ppc_own_claim(b, pool);
-		if (i < 0)
-			return;
-	}
-	old = cmpxchg(&b->owner[i], 0, napi);
-	if (!old) {
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	i = ppc_own_claim(b, pool);
+	if (i < 0)
+		goto out;
+	old = b->owner[i];
+	if (old == owner || old == PPC_OWN_SHARED || old == PPC_OWN_NEVER)
+		goto out;
+	if (!old && owner != PPC_OWN_NEVER) {
+		WRITE_ONCE(b->owner[i], owner);
 		ppc_count(RC_LEARNED);
-	} else if (old != napi && old != PPC_OWN_SHARED) {
-		WRITE_ONCE(b->owner[i], PPC_OWN_SHARED);
-		ppc_own_changed();
-		ppc_count(RC_SHARED);
+		goto out;
 	}
+	ppc_own_verdict(b, i, owner == PPC_OWN_NEVER ? owner : PPC_OWN_SHARED);
+out:
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
 }
 
 /*
@@ -229,23 +255,26 @@ static bool ppc_own_resting(unsigned long pool)
 static bool ppc_own_unknown(bool drop)
 {
 	struct ppc_own_bucket *b;
+	unsigned long key, flags;
 	bool any = false;
-	unsigned long key;
 	int i, r;
 
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
 	for (b = ppc_owners; b < ppc_owners + PPC_OWN_BUCKETS; b++)
 		for (i = 0; i < PPC_OWN_WAYS; i++) {
-			key = READ_ONCE(b->pool[i]);
-			if (key <= PPC_OWN_TOMB || READ_ONCE(b->owner[i]))
+			key = b->pool[i];
+			if (key <= PPC_OWN_TOMB || b->owner[i])
 				continue;
 			any = true;
-			if (!drop || cmpxchg(&b->pool[i], key, PPC_OWN_TOMB) != key)
+			if (!drop)
 				continue;
+			ppc_own_retire(b, i);
 			r = ppc_rest_next++ % PPC_RESTING;
 			WRITE_ONCE(ppc_rest_until[r], jiffies + PPC_LEARN_REST);
 			smp_wmb();	/* a new key is read with its own time */
 			WRITE_ONCE(ppc_rest_pool[r], key);
 		}
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
 	if (any && drop)
 		ppc_own_retired();
 	return any;
@@ -257,27 +286,30 @@ static bool ppc_own_unknown(bool drop)
  */
 static void ppc_own_want(unsigned long pool)
 {
+	struct ppc_own_bucket *b = ppc_bucket(pool);
+	unsigned long flags;
+	int i;
+
 	if (ppc_own_resting(pool))
 		return;
-	ppc_own_claim(ppc_bucket(pool), pool);
+	/* No slot (a full table): learning could not record it. */
+	i = ppc_own_find(b, pool);
+	if (i < 0) {
+		raw_spin_lock_irqsave(&ppc_own_lock, flags);
+		i = ppc_own_claim(b, pool);
+		raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+		if (i < 0)
+			return;
+	}
 	if (READ_ONCE(ppc_learn_req) || test_and_set_bit(0, &ppc_learn_req))
 		return;
 	queue_delayed_work(system_wq, &ppc_learn_work, 0);
 }
 
-/*
- * Remove the learning probes. Where they include the poll tracker (6.6+),
- * a poll they cut short (its end unseen) left its mark: every mark goes,
- * now that no probe can set or read one.
- */
+/* Remove the learning probes. */
 static void ppc_learn_disarm(void)
 {
-	int cpu;
-
 	ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
-	if (!PPC_POLL_PROBES)
-		for_each_possible_cpu(cpu)
-			WRITE_ONCE(per_cpu_ptr(&ppc_polling, cpu)->napi, 0);
 	WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
 }
 
@@ -293,7 +325,7 @@ static void ppc_learn_fn(struct work_struct *work)
 	unsigned long delay = 0;
 
 	mutex_lock(&ppc_lock);
-	if (ppc_path_mode(RECYCLE) != PPC_MODE_ON) {
+	if (ppc_path_mode(RECYCLE) != PPC_MODE_ON || ppc_engine_dying()) {
 		if (ppc_learn_state == PPC_LEARN_ARMED)
 			ppc_learn_disarm();
 	} else if (ppc_learn_state == PPC_LEARN_IDLE) {
@@ -326,15 +358,34 @@ static void ppc_learn_fn(struct work_struct *work)
 	mutex_unlock(&ppc_lock);
 }
 
-/* Frees tombstoned slots once no reader can still hold their old key. */
+/*
+ * Frees the slots retired before this sweep began, once no reader can
+ * still hold their old key: those retired meanwhile wait for the next
+ * sweep (ppc_own_retired() queues it again). A retired slot changes only
+ * here (claims take free slots, the others match pools), so the ones seen
+ * now are the ones freed after the grace period.
+ */
 static void ppc_reclaim_fn(struct work_struct *work)
 {
+	DECLARE_BITMAP(tomb, PPC_OWN_BUCKETS * PPC_OWN_WAYS);
+	unsigned long flags;
 	int b, i;
 
-	synchronize_rcu();
+	bitmap_zero(tomb, PPC_OWN_BUCKETS * PPC_OWN_WAYS);
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
 	for (b = 0; b < PPC_OWN_BUCKETS; b++)
 		for (i = 0; i < PPC_OWN_WAYS; i++)
-			cmpxchg(&ppc_owners[b].pool[i], PPC_OWN_TOMB, 0);
+			if (ppc_owners[b].pool[i] == PPC_OWN_TOMB)
+				__set_bit(b * PPC_OWN_WAYS + i, tomb);
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+	synchronize_rcu();
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	for_each_set_bit(i, tomb, PPC_OWN_BUCKETS * PPC_OWN_WAYS) {
+		b = i / PPC_OWN_WAYS;
+		ppc_owners[b].owner[i % PPC_OWN_WAYS] = 0;
+		WRITE_ONCE(ppc_owners[b].pool[i % PPC_OWN_WAYS], 0);
+	}
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
 }
 
 /**
@@ -352,22 +403,19 @@ void notrace ppc_owner_pool_destroy_cb(unsigned long ip,
 				       struct ftrace_ops *op,
 				       struct ftrace_regs *fregs)
 {
-	unsigned long pool = ppc_fregs_arg0(fregs);
+	unsigned long pool = ppc_fregs_arg0(fregs), flags;
 	struct ppc_own_bucket *b;
-	bool hit = false;
 	int i;
 
 	if (!pool)
 		return;
 	b = ppc_bucket(pool);
-	for (i = 0; i < PPC_OWN_WAYS; i++) {
-		if (READ_ONCE(b->pool[i]) != pool)
-			continue;
-		WRITE_ONCE(b->owner[i], 0);
-		ppc_own_retire(&b->pool[i]);
-		hit = true;
-	}
-	if (hit) {
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	i = ppc_own_find(b, pool);
+	if (i >= 0)
+		ppc_own_retire(b, i);
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+	if (i >= 0) {
 		ppc_count(RC_FORGOT_DESTROY);
 		ppc_own_retired();
 	}
@@ -383,13 +431,13 @@ void notrace ppc_owner_pool_destroy_cb(unsigned long ip,
  * The NAPI is going away (its memory may be reused by another NAPI): every
  * pool it owned is forgotten, as at page_pool_destroy(); a pool that lives
  * on is learned again when the free path next meets it. Notrace, calls
- * nothing traced but queue_work_on().
+ * nothing traced but the lock and queue_work_on().
  */
 void notrace ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
 				   struct ftrace_ops *op,
 				   struct ftrace_regs *fregs)
 {
-	unsigned long napi = ppc_fregs_arg0(fregs);
+	unsigned long napi = ppc_fregs_arg0(fregs), flags;
 	struct ppc_own_bucket *b;
 	bool hit = false;
 	int i, cpu;
@@ -399,17 +447,93 @@ void notrace ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
 	/* Disabled before deletion, so no CPU polls it: no mark can be live. */
 	for_each_possible_cpu(cpu)
 		cmpxchg(per_cpu_ptr(&ppc_polling.napi, cpu), napi, 0);
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
 	for (b = ppc_owners; b < ppc_owners + PPC_OWN_BUCKETS; b++)
 		for (i = 0; i < PPC_OWN_WAYS; i++) {
-			if (READ_ONCE(b->owner[i]) != napi ||
-			    cmpxchg(&b->owner[i], napi, 0) != napi)
+			if (b->owner[i] != napi)
 				continue;
-			ppc_own_retire(&b->pool[i]);
+			ppc_own_retire(b, i);
 			ppc_count(RC_FORGOT_NAPI);
 			hit = true;
 		}
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
 	if (hit)
 		ppc_own_retired();
+}
+
+#ifdef PPC_HAVE_PP_DISABLE_DIRECT
+/**
+ * ppc_owner_pp_disable_cb() - ftrace callback on
+ *	page_pool_disable_direct_recycling()
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments (the pool first)
+ *
+ * The driver withdraws direct recycling from a live pool (bnxt's queue
+ * restart, then fills and empties it from process context): it is never
+ * ppcoal's while it lives. Notrace, calls nothing traced but the lock.
+ */
+void notrace ppc_owner_pp_disable_cb(unsigned long ip, unsigned long parent_ip,
+				     struct ftrace_ops *op,
+				     struct ftrace_regs *fregs)
+{
+	unsigned long pool = ppc_fregs_arg0(fregs);
+
+	if (pool)
+		ppc_own_learn(pool, PPC_OWN_NEVER);
+}
+#endif
+
+/* The audited drivers (ppcoal_tables.h), and the ones an expert added. */
+static const struct {
+	const char *module;
+	const char *audit;
+} ppc_audited[] = {
+#define PPC_AUDITED(mod, lines) { .module = #mod, .audit = lines },
+#include "ppcoal_tables.h"
+#undef PPC_AUDITED
+};
+
+#define PPC_EXTRA_MAX	4
+static char ppc_extra[PPC_EXTRA_MAX][MODULE_NAME_LEN];	/* under ppc_lock */
+static int ppc_extra_n;
+
+/*
+ * Is the driver that polls @napi audited? Its ->poll function's module, as
+ * kallsyms names it ("fn+off/size [module]"). The module cannot go away
+ * meanwhile: this CPU runs inside that poll. The extra list changes only
+ * while recycle is not on, when no allocation probe is armed.
+ */
+static bool notrace ppc_napi_audited(struct napi_struct *napi)
+{
+	char sym[KSYM_SYMBOL_LEN], *mod, *end;
+	int i;
+
+	sprint_symbol(sym, (unsigned long)READ_ONCE(napi->poll));
+	mod = strrchr(sym, '[');
+	end = mod ? strchr(mod, ']') : NULL;
+	if (!end)
+		return false;	/* built into the kernel: none is audited */
+	*end = '\0';
+	mod++;
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		if (!strcmp(mod, ppc_audited[i].module))
+			return true;
+	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
+		if (!strcmp(mod, ppc_extra[i]))
+			return true;
+	return false;
+}
+
+/* 6.12: does the kernel's own rule place this pool (.napi or cpuid)? */
+static __always_inline bool ppc_pool_placed(const struct page_pool *pool)
+{
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+	return READ_ONCE(pool->p.napi) || READ_ONCE(pool->cpuid) >= 0;
+#else
+	return false;
+#endif
 }
 
 /**
@@ -420,18 +544,33 @@ void notrace ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
  * @fregs: arguments (the pool first)
  *
  * Armed only while owners are being learned. May run preemptible: the
- * context test comes before any per-CPU read. Notrace, calls nothing.
+ * context test comes before any per-CPU read. The pool allocates, so it
+ * is alive. Notrace; calls nothing traced but sprint_symbol() and the
+ * table lock, once per new pool and NAPI.
  */
 void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 				struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
-	unsigned long napi;
+	struct page_pool *pool = (void *)ppc_fregs_arg0(fregs);
+	struct ppc_own_bucket *b;
+	unsigned long napi, old;
+	int i;
 
 	if (!in_softirq() || in_hardirq() || in_nmi())
 		return;
 	napi = this_cpu_read(ppc_polling.napi);
-	if (napi)
-		ppc_own_learn(ppc_fregs_arg0(fregs), napi);
+	if (!napi)
+		return;
+	b = ppc_bucket((unsigned long)pool);
+	i = ppc_own_find(b, (unsigned long)pool);
+	if (i >= 0) {
+		old = READ_ONCE(b->owner[i]);
+		if (old == napi || (old && old <= PPC_OWN_VERDICT))
+			return;	/* nothing new (a second NAPI: shared) */
+	}
+	if (ppc_pool_placed(pool) || !ppc_napi_audited((void *)napi))
+		napi = PPC_OWN_NEVER;
+	ppc_own_learn((unsigned long)pool, napi);
 }
 
 /**
@@ -506,23 +645,25 @@ void ppc_owner_tp_unregister(void)
 
 static void ppc_owner_clear(void)
 {
+	unsigned long flags;
 	int cpu;
 
 	for_each_possible_cpu(cpu)
 		memset(per_cpu_ptr(&ppc_polling, cpu), 0,
 		       sizeof(struct ppc_poll_mark));
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
 	memset(ppc_owners, 0, sizeof(ppc_owners));
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
 	ppc_own_changed();
 	memset(ppc_rest_pool, 0, sizeof(ppc_rest_pool));
 }
 
-/**
- * ppc_owner_reset() - start "on" with no knowledge
- *
- * Called with ppc_lock held, before the tracker hooks are attached: what
- * was known before cannot be trusted (teardowns went unseen meanwhile).
+/*
+ * Start "on" with no knowledge. Called with ppc_lock held, before the
+ * tracker hooks are attached: what was known before cannot be trusted
+ * (teardowns went unseen meanwhile).
  */
-void ppc_owner_reset(void)
+static void ppc_owner_reset(void)
 {
 	lockdep_assert_held(&ppc_lock);
 	flush_work(&ppc_reclaim_work);
@@ -537,15 +678,14 @@ void ppc_owner_reset(void)
 	clear_bit(0, &ppc_learn_req);
 }
 
-/**
- * ppc_owner_stop() - retire the tracker after leaving "on"
- *
- * Called with ppc_lock held, after the mode left "on" and the tracker
- * hooks are gone. A poll that was running when the probes went away
- * ends without its tracepoint and would leave a stale "polling" mark, so
- * every mark is cleared once no reader can be using one.
+/*
+ * Retire the tracker after leaving "on". Called with ppc_lock held, after
+ * the mode left "on" and the tracker hooks are gone. A poll that was
+ * running when the probes went away ends without its tracepoint and would
+ * leave a stale "polling" mark, so every mark is cleared once no reader
+ * can be using one (the free path decides in softirq: an RCU reader).
  */
-void ppc_owner_stop(void)
+static void ppc_owner_stop(void)
 {
 	lockdep_assert_held(&ppc_lock);
 	WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
@@ -553,6 +693,95 @@ void ppc_owner_stop(void)
 	flush_work(&ppc_reclaim_work);
 	ppc_owner_clear();
 }
+
+/**
+ * ppc_recycle_set_on() - the recycle path's set_on operation
+ * @on: entering "on" (before the mode is written) or leaving it (after)
+ *
+ * Called with ppc_lock held. "on" needs the NAPI poll tracker and the pool
+ * teardown hooks (arm ON); learning hooks come on demand.
+ *
+ * Return: 0 or a negative errno (entering only).
+ */
+int ppc_recycle_set_on(bool on)
+{
+	int ret;
+
+	lockdep_assert_held(&ppc_lock);
+	if (!on) {
+		ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
+		ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, false) ?: ret;
+		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+		if (!ret)
+			ppc_owner_stop();
+		return 0;
+	}
+	ppc_owner_reset();
+	ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, true);
+	if (ret)
+		pr_err("recycle: on needs the NAPI poll tracker and the pool teardown hooks; they cannot be installed here (%d)\n",
+		       ret);
+	return ret;
+}
+
+static int ppc_drivers_set(const char *val, const struct kernel_param *kp)
+{
+	char buf[PPC_EXTRA_MAX * MODULE_NAME_LEN], *p, *w;
+	char names[PPC_EXTRA_MAX][MODULE_NAME_LEN];
+	int n = 0, ret = 0;
+
+	if (strscpy(buf, val, sizeof(buf)) < 0)
+		ret = -E2BIG;
+	p = strim(buf);
+	while (!ret && (w = strsep(&p, ",")) != NULL) {
+		w = strim(w);
+		if (!*w)
+			continue;
+		if (n == PPC_EXTRA_MAX || strlen(w) >= MODULE_NAME_LEN ||
+		    w[strspn(w, "abcdefghijklmnopqrstuvwxyz0123456789_-")]) {
+			ret = -EINVAL;
+			break;
+		}
+		strscpy(names[n++], w, MODULE_NAME_LEN);
+	}
+	if (ret) {
+		pr_err("recycle_drivers: invalid list \"%.*s\": up to %d module names, comma separated; list unchanged\n",
+		       min_t(int, strcspn(val, "\n"), 64), val, PPC_EXTRA_MAX);
+		return ret;
+	}
+	mutex_lock(&ppc_lock);
+	if (ppc_path_mode(RECYCLE) == PPC_MODE_ON) {
+		pr_err("recycle_drivers: write it while recycle is not on (owners learned under the old list would stay); list unchanged\n");
+		ret = -EBUSY;
+	} else {
+		memcpy(ppc_extra, names, sizeof(names));
+		WRITE_ONCE(ppc_extra_n, n);
+		if (n)
+			pr_warn("recycle_drivers: %d driver(s) added to the audited list at the administrator's risk: %s\n",
+				n, val);
+	}
+	mutex_unlock(&ppc_lock);
+	return ret;
+}
+
+static int ppc_drivers_get(char *buf, const struct kernel_param *kp)
+{
+	int i, len = 0;
+
+	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
+		len += sysfs_emit_at(buf, len, "%s%s", i ? "," : "",
+				     ppc_extra[i]);
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+static const struct kernel_param_ops ppc_drivers_ops = {
+	.set = ppc_drivers_set,
+	.get = ppc_drivers_get,
+};
+
+module_param_cb(recycle_drivers, &ppc_drivers_ops, NULL, 0644);
+MODULE_PARM_DESC(recycle_drivers,
+		 "experts only: drivers (module names, comma separated) to treat as audited for recycle=on, besides the built-in list; write while recycle is not on");
 
 /**
  * ppc_owner_exit() - stop the learning work for module unload
@@ -575,7 +804,7 @@ void ppc_owner_exit(void)
 void ppc_owner_show(struct seq_file *m)
 {
 	unsigned long key, own;
-	int b, i, known = 0, unknown = 0, shared = 0;
+	int b, i, known = 0, unknown = 0, shared = 0, never = 0;
 
 	for (b = 0; b < PPC_OWN_BUCKETS; b++)
 		for (i = 0; i < PPC_OWN_WAYS; i++) {
@@ -585,6 +814,8 @@ void ppc_owner_show(struct seq_file *m)
 				continue;
 			if (own == PPC_OWN_SHARED)
 				shared++;
+			else if (own == PPC_OWN_NEVER)
+				never++;
 			else if (own)
 				known++;
 			else
@@ -596,34 +827,13 @@ void ppc_owner_show(struct seq_file *m)
 	seq_printf(m, "recycle.learning %s\n",
 		   READ_ONCE(ppc_learn_state) == PPC_LEARN_ARMED ? "armed" :
 		   "idle");
-	seq_printf(m, "recycle.polled_here %s\n",
-		   PPC_POLL_PROBES ? "poll_probes" : "list_owner");
-}
-
-/*
- * Is the NAPI @owner being polled on this CPU now? Softirq, no preemption.
- */
-static __always_inline bool ppc_polled_here(struct ppc_poll_mark *m,
-					    unsigned long owner)
-{
-#ifdef PPC_HAVE_NAPI_LIST_OWNER
-	/*
-	 * 6.6+ records which CPU a scheduled NAPI is polled on: list_owner,
-	 * set by ____napi_schedule() and -1 from napi_complete_done() on
-	 * (6.12 net/core/dev.c:4715 and :6448), the fact
-	 * page_pool_napi_local() (net/core/page_pool.c:911) uses for pools
-	 * that name their NAPI; ppcoal uses it for the owner it learned, so
-	 * no probe runs per poll. The owner is alive: __netif_napi_del()
-	 * forgets it (ppc_owner_napi_del_cb(), which also voids lookup
-	 * caches), and the NAPI is freed only after an RCU grace period
-	 * (netif_napi_del() = __netif_napi_del() + synchronize_net()), which
-	 * waits for this softirq.
-	 */
-	return READ_ONCE(((struct napi_struct *)owner)->list_owner) ==
-	       raw_smp_processor_id();
-#else
-	return owner == READ_ONCE(m->napi);
-#endif
+	seq_printf(m, "recycle.tracked_not_eligible %d\n", never);
+	seq_puts(m, "recycle.audited_drivers");
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		seq_printf(m, "%s%s", i ? "," : " ", ppc_audited[i].module);
+	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
+		seq_printf(m, ",%s(added)", ppc_extra[i]);
+	seq_puts(m, "\n");
 }
 
 /*
@@ -642,8 +852,8 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 		return false;
 	}
 	m = this_cpu_ptr(&ppc_polling);
-	/* 6.1: in no poll, whoever owns the pool is not polled here. */
-	if (placed || (PPC_POLL_PROBES && !READ_ONCE(m->napi))) {
+	/* In no poll: whoever owns the pool is not polled here. */
+	if (placed || !READ_ONCE(m->napi)) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}
@@ -653,7 +863,7 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 		owner = m->owner;
 	} else {
 		owner = ppc_own_lookup(pool);
-		if (owner > PPC_OWN_SHARED) {
+		if (owner > PPC_OWN_VERDICT) {
 			m->pool = pool;
 			m->owner = owner;
 			m->gen = gen;
@@ -661,21 +871,19 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 	}
 	if (!owner) {
 		ppc_count(RC_DENY_UNKNOWN);
-		/*
-		 * Learn pools met where their owner could be polled: in a poll
-		 * (6.1, the test above) or in a softirq being served (6.6+),
-		 * not with bottom halves merely disabled, where a free of a
-		 * pool that is never learnable would keep the learner busy.
-		 */
-		if (PPC_POLL_PROBES || in_serving_softirq())
-			ppc_own_want(pool);
+		/* Met inside a poll (the test above): its owner may be learned. */
+		ppc_own_want(pool);
 		return false;
 	}
 	if (owner == PPC_OWN_SHARED) {
 		ppc_count(RC_DENY_SHARED);
 		return false;
 	}
-	if (!ppc_polled_here(m, owner)) {
+	if (owner == PPC_OWN_NEVER) {
+		ppc_count(RC_DENY_NEVER);
+		return false;
+	}
+	if (owner != READ_ONCE(m->napi)) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}
@@ -705,9 +913,7 @@ static bool ppc_put(netmem_ref netmem)
 	bool placed;
 
 	netmem = netmem_compound_head(netmem);
-	/* pp_magic test with Debian 6.12's DMA-index bits masked. */
-	if (unlikely((__netmem_clear_lsb(netmem)->pp_magic & PP_MAGIC_MASK) !=
-		     PP_SIGNATURE)) {
+	if (unlikely(!ppc_netmem_is_pp(netmem))) {
 		ppc_count(RC_NOT_PP);
 		return false;
 	}
@@ -736,12 +942,8 @@ static bool ppc_put(netmem_ref netmem)
  */
 bool ppc_recycle_put(netmem_ref netmem)
 {
-	bool ret;
-
 	ppc_count(RC_CALLS);
-	ret = ppc_put(netmem);
-	ppc_leave(RECYCLE);
-	return ret;
+	return ppc_put(netmem);
 }
 #else
 static bool ppc_put(struct page *page)
@@ -780,11 +982,7 @@ static bool ppc_put(struct page *page)
  */
 bool ppc_recycle_put(struct page *page)
 {
-	bool ret;
-
 	ppc_count(RC_CALLS);
-	ret = ppc_put(page);
-	ppc_leave(RECYCLE);
-	return ret;
+	return ppc_put(page);
 }
 #endif

@@ -16,14 +16,36 @@ PPC_MODE(ON, on)
 
 #ifdef PPC_PATH
 /*
- * PPC_PATH(id, name, on_means, description): on_means says what "on" does
- * beyond "observe" on this kernel family; stats print it.
+ * PPC_PATH(id, name, on_means, description, resolve, forget, set_on):
+ * on_means says what "on" does beyond "observe" on this kernel family;
+ * stats print it. The operations a path adds to the engine (NULL: none):
+ * resolve() after its hooks resolved and before they attach (0, -ENOENT
+ * when its module is gone, or -errno), forget() after they are removed,
+ * set_on(on) before "on" is entered (may fail) and after it is left.
  */
-PPC_PATH(COALESCE, coalesce, PPC_COALESCE_ON_MEANS, "shadow skb_try_coalesce")
+PPC_PATH(COALESCE, coalesce, PPC_COALESCE_ON_MEANS, "shadow skb_try_coalesce",
+	 NULL, NULL, NULL)
 PPC_PATH(RECYCLE, recycle, PPC_RECYCLE_ON_MEANS,
-	 "shadow page-pool free of skb pages")
+	 "shadow page-pool free of skb pages", NULL, NULL, ppc_recycle_set_on)
 PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
-	 "virtio_net receive path: build_skb becomes napi_build_skb")
+	 "virtio_net receive path: build_skb becomes napi_build_skb",
+	 ppc_virtio_resolve, ppc_virtio_forget, NULL)
+#endif
+
+#ifdef PPC_AUDITED
+/*
+ * PPC_AUDITED(module, audit): drivers whose page pools recycle=on may put
+ * pages straight into, because a reading of their source shows that
+ * (1) they allocate from a pool only inside their NAPI poll or while that
+ * NAPI is disabled, (2) they destroy a pool only after napi_disable(),
+ * and (3) their ->poll() frees no pool page after napi_complete_done().
+ * The driver of a pool is the module holding the ->poll() of the NAPI
+ * that polls while the pool allocates. audit: the lines it rests on (the
+ * README's "Direct recycling" says what each shows).
+ */
+PPC_AUDITED(ppcoal_fixture,
+	    "tests/modules/ppcoal_fixture.c: ppf_buf, ppf_poll, ppf_destroy_pair")
+PPC_AUDITED(veth, "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
 #endif
 
 #ifdef PPC_TRACEPOINT
@@ -35,7 +57,7 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
  * in reverse, so the end of a NAPI poll is watched before any poll is
  * marked as begun (POLL_ENTER) and until no poll can be.
  */
-PPC_TRACEPOINT(POLL_DONE, RECYCLE, TRACK, "napi:napi_poll",
+PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
 	       ppc_owner_tp_register, ppc_owner_tp_unregister)
 #endif
 
@@ -58,12 +80,16 @@ PPC_HOOK(COALESCE, COALESCE, PATH, NULL, "skb_try_coalesce",
 	 ppc_skb_try_coalesce, NULL, true, false)
 PPC_HOOK(RECYCLE, RECYCLE, PATH, NULL, PPC_RECYCLE_TARGET,
 	 ppc_recycle_put, NULL, true, false)
-PPC_HOOK(POLL_ENTER, RECYCLE, TRACK, NULL, "__napi_poll",
+PPC_HOOK(POLL_ENTER, RECYCLE, ON, NULL, "__napi_poll",
 	 NULL, ppc_owner_poll_cb, false, false)
 PPC_HOOK(POOL_DESTROY, RECYCLE, ON, NULL, "page_pool_destroy",
 	 NULL, ppc_owner_pool_destroy_cb, false, false)
 PPC_HOOK(NAPI_DEL, RECYCLE, ON, NULL, "__netif_napi_del",
 	 NULL, ppc_owner_napi_del_cb, false, false)
+#ifdef PPC_HAVE_PP_DISABLE_DIRECT
+PPC_HOOK(PP_DISABLE, RECYCLE, ON, NULL, "page_pool_disable_direct_recycling",
+	 NULL, ppc_owner_pp_disable_cb, false, false)
+#endif
 PPC_HOOK(LEARN_ALLOC, RECYCLE, LEARN, NULL, "page_pool_alloc_pages",
 	 NULL, ppc_owner_alloc_cb, false, true)
 #ifdef PPC_HAVE_NAPI_PP_PUT_PAGE

@@ -32,6 +32,8 @@ static const struct {
 	{ "receive_buf", false },
 	{ "virtnet_build_skb", true },
 	{ "receive_small_build_skb", true },
+	/* 6.12 drivers/net/virtio_net.c:1974, mergeable buffers after XDP */
+	{ "build_skb_from_xdp_buff", true },
 };
 
 #define PPC_NR_CALLERS ARRAY_SIZE(ppc_virtio_callers)

@@ -28,7 +28,6 @@ have PPC_HAVE_NAPI_PP_PUT_PAGE 'bool napi_pp_put_page\(netmem_ref' include/linux
 have PPC_HAVE_PAGE_POOL_RETURN_SKB_PAGE 'bool page_pool_return_skb_page\(' include/net/page_pool.h include/linux/skbuff.h || true
 have PPC_HAVE_PP_FRAG_COUNT 'pp_frag_count;' include/linux/mm_types.h || true
 have PPC_HAVE_PP_REF_COUNT 'pp_ref_count;' include/linux/mm_types.h include/net/netmem.h || true
-have PPC_HAVE_PAGE_POOL_PAGE_IS_PP 'bool page_pool_page_is_pp\(' include/linux/mm.h || true
 have PPC_HAVE_SKB_FRAGS_READABLE 'bool skb_frags_readable\(' include/linux/skbuff.h || true
 have PPC_HAVE_SKBUFF_REF_H '__skb_frag_ref' include/linux/skbuff_ref.h || true
 have PPC_HAVE_PAGE_POOL_HELPERS_H 'page_pool_put_full_page' include/net/page_pool/helpers.h || true
@@ -37,7 +36,7 @@ have PPC_HAVE_PAGE_POOL_ALLOC_NETMEMS 'page_pool_alloc_netmems\(' include/net/pa
 have PPC_HAVE_FREGS_GET_ARGUMENT 'define ftrace_regs_get_argument' include/linux/ftrace_regs.h include/linux/ftrace.h arch/x86/include/asm/ftrace.h || true
 have PPC_HAVE_FTRACE_IP_SET 'define ftrace_instruction_pointer_set' arch/x86/include/asm/ftrace.h || true
 have PPC_HAVE_NAPI_ALLOC_SKB_FN '^struct sk_buff \*napi_alloc_skb\(' include/linux/skbuff.h || true
-have PPC_HAVE_NAPI_LIST_OWNER 'int[[:space:]]+list_owner;' include/linux/netdevice.h || true
+have PPC_HAVE_PP_DISABLE_DIRECT 'void page_pool_disable_direct_recycling\(' include/net/page_pool/types.h || true
 have PPC_HAVE_SKB_ADD_RX_FRAG_NETMEM 'void skb_add_rx_frag_netmem\(' include/linux/skbuff.h || true
 echo "#endif"
 )

@@ -31,6 +31,7 @@ cleanup() {
 	traffic_stop 2>/dev/null
 	ppcoal_unload 2>/dev/null
 	grep -q '^ppcoal_conflict ' /proc/modules && rmmod ppcoal_conflict
+	grep -q '^ppcoal_microbench ' /proc/modules && rmmod ppcoal_microbench
 	fixture_down >/dev/null 2>&1
 	echo "$1" >/dev/null
 }
@@ -54,7 +55,7 @@ check_stats_format() {
 		esac
 	done
 	[ ! -e /tmp/fmt.err ] || { bad "counters missing or not numeric"; rm -f /tmp/fmt.err; }
-	got=$(awk '$1 ~ /\./ && $1 !~ /\.(mode|state|on_means|clone_policy|learning|polled_here|tracked_[a-z]+)$/ { print $1 }' "$S" | sort)
+	got=$(awk '$1 ~ /\./ && $1 !~ /\.(mode|state|on_means|clone_policy|learning|audited_drivers|tracked_[a-z_]+)$/ { print $1 }' "$S" | sort)
 	eq "$(echo "$got" | tr '\n' ' ')" "$(counter_names | sort | tr '\n' ' ')" "counter set = table"
 }
 
@@ -71,7 +72,8 @@ check_sums() {
 		"recycle.calls = not_pp + ring + direct + upstream_direct"
 	if [ "$(val recycle.mode $a)$(val recycle.mode $b)" = onon ]; then
 		eq "$(sumd $a $b recycle.deny_not_softirq recycle.deny_owner_unknown \
-			recycle.deny_owner_elsewhere recycle.deny_pool_shared)" \
+			recycle.deny_owner_elsewhere recycle.deny_pool_shared \
+			recycle.deny_not_eligible)" \
 			"$(delta recycle.ring $a $b)" "recycle on: every ring put has a deny reason"
 	fi
 	eq "$(delta virtio.page_to_skb_calls $a $b)" \
@@ -96,11 +98,47 @@ if want load; then
 		hooked "$f" || bad "$f not in enabled_functions"
 	done
 	check_stats_format
+	eq "$(val verified)" "coalesce=yes recycle=yes virtio=yes" "every shadow verified for Debian $(val debian_version)"
 	expect "rmmod ppcoal" rmmod ppcoal
 	for f in skb_try_coalesce "$rt" build_skb page_to_skb; do
 		! hooked "$f" || bad "$f still hooked after rmmod"
 	done
 	[ ! -e "$S" ] || bad "stats still present after rmmod"
+	end
+	cleanup
+fi
+
+# The drift guard (issue 14.2): on a Debian source version the shadows were
+# not verified against, every path stays off with the reason and the fix;
+# accept_unverified=1 runs them at the administrator's risk.
+if want unverified; then
+	begin unverified
+	real=$(uname -v | sed -n 's/.*Debian \([^ ]*\).*/\1/p')
+	ppcoal_load assume_debian_version=6.1.0-0 || bad "insmod (assumed 6.1.0-0)"
+	eq "$(val debian_version)" 6.1.0-0 "stats name the assumed version"
+	eq "$(val verified)" "coalesce=no recycle=no virtio=no" "nothing verified for 6.1.0-0"
+	for p in coalesce recycle virtio; do
+		eq "$(val $p.state)" "unavailable: not verified for Debian 6.1.0-0 (see README)" "$p.state"
+		eq "$(cat $P/$p)" off "$p left off"
+		echo on >$P/$p 2>/dev/null && bad "$p=on accepted on an unverified kernel"
+		eq "$(cat $P/$p)" off "$p still off after the refused write"
+	done
+	hooked skb_try_coalesce && bad "skb_try_coalesce hooked on an unverified kernel"
+	dmesg_has "not verified for Debian 6.1.0-0; the path stays off" || bad "no dmesg line for the refusal"
+	dmesg_has "scripts/ppcoal-verify-kernel 6.1.0-0" || bad "the dmesg line does not name the fix"
+	rmmod ppcoal || bad "rmmod"
+	ppcoal_load assume_debian_version=6.1.0-0 accept_unverified=1 mode=observe || bad "insmod accept_unverified=1"
+	for p in coalesce recycle virtio; do
+		eq "$(val $p.state)" attached "$p attached with accept_unverified=1"
+	done
+	case "$(val verified)" in
+	*accept_unverified=1*) ;;
+	*) bad "stats do not say accept_unverified: $(val verified)" ;;
+	esac
+	rmmod ppcoal || bad "rmmod"
+	ppcoal_load mode=observe || bad "insmod"
+	eq "$(val debian_version)" "$real" "the running kernel's version by default"
+	rmmod ppcoal || bad "rmmod"
 	end
 	cleanup
 fi
@@ -230,6 +268,79 @@ if want unload-under-load; then
 	[ ! -s /tmp/traffic.err ] || bad "traffic failed: $(wc -l </tmp/traffic.err) clients, first: $(head -n 1 /tmp/traffic.err)"
 	! grep -q '^ppcoal ' /proc/modules || bad "ppcoal still loaded"
 	r=$(iperf 1) || bad "traffic after the loop"
+	end
+	cleanup
+fi
+
+# Parameter writes racing module removal (issue 12.1): sysfs parameters
+# stay writable until free_module(), after ppcoal's exit; a write that
+# re-attached a hook then left ftrace calling freed module text (reading
+# enabled_functions oopsed in t_show). Writers flip every parameter while
+# ppcoal is removed and loaded 50 times under traffic.
+if want rmmod-race; then
+	begin rmmod-race
+	traffic_start -l 256
+	wp=""
+	for w in 1 2; do
+		(while [ ! -e /tmp/rr.stop ]; do
+			for p in coalesce recycle virtio mode clone_policy recycle_drivers; do
+				for m in on off observe; do
+					echo $m >$P/$p
+				done
+			done
+		done) 2>/dev/null &
+		wp="$wp $!"
+	done
+	i=0
+	while [ $i -lt 50 ]; do
+		ppcoal_load mode=on || bad "insmod #$i"
+		[ $((i % 5)) = 0 ] && sleep 0.3
+		rmmod ppcoal || bad "rmmod #$i"
+		n=$(wc -l </sys/kernel/tracing/enabled_functions)
+		[ "$n" = 0 ] || { bad "#$i: $n functions still traced after rmmod: $(head -n 3 /sys/kernel/tracing/enabled_functions | tr '\n' ' ')"; break; }
+		i=$((i + 1))
+	done
+	touch /tmp/rr.stop
+	for w in $wp; do wait $w; done
+	rm -f /tmp/rr.stop
+	traffic_stop
+	eq "$i" 50 "load/unload cycles completed"
+	ppcoal_load mode=on || bad "insmod after the race"
+	echo on >$P/recycle || bad "mode write after the race"
+	rmmod ppcoal || bad "final rmmod"
+	eq "$(wc -l </sys/kernel/tracing/enabled_functions)" 0 "nothing traced after the final rmmod"
+	dmesg | grep -q "being unloaded; mode writes are refused" && echo "  (writes refused during exit were seen)"
+	end
+	cleanup
+fi
+
+# kernel.ftrace_enabled=0 would silently stop every hook, the teardown
+# callbacks included (issue 12.2): ppcoal's ops are FTRACE_OPS_FL_PERMANENT,
+# so the sysctl write is refused while ppcoal is attached, accepted after.
+if want ftrace-permanent; then
+	begin ftrace-permanent
+	F=/proc/sys/kernel/ftrace_enabled
+	ppcoal_load mode=on || bad "insmod"
+	if echo 0 >$F 2>/dev/null; then
+		bad "ftrace_enabled=0 accepted while ppcoal is attached"
+		echo 1 >$F
+	fi
+	eq "$(cat $F)" 1 "ftrace_enabled still 1"
+	hooked skb_try_coalesce || bad "skb_try_coalesce no longer hooked"
+	rmmod ppcoal || bad "rmmod"
+	echo 0 >$F 2>/dev/null || bad "ftrace_enabled=0 refused after rmmod"
+	eq "$(cat $F)" 0 "ftrace_enabled off without ppcoal"
+	# loading while ftrace is off: every path refuses with its reason
+	ppcoal_load mode=on || bad "insmod with ftrace off"
+	for p in coalesce recycle; do
+		case "$(val $p.state)" in
+		"unavailable: "*ftrace_enabled*) ;;
+		*) bad "$p.state with ftrace off: $(val $p.state)" ;;
+		esac
+		eq "$(cat $P/$p)" off "$p left off with ftrace off"
+	done
+	rmmod ppcoal || bad "rmmod (ftrace off)"
+	echo 1 >$F || bad "ftrace_enabled back to 1"
 	end
 	cleanup
 fi
@@ -734,18 +845,10 @@ if want recycle-drop; then
 		while [ "$(val recycle.learning)" = armed ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 		[ "$(val recycle.learning)" != armed ] || bad "$cfg: allocation probe still armed after 5 s ($(grep -E '^recycle\.(learn|owners|tracked|deny_owner_unknown|pools_shared)' "$S" | tr '\n' ' '))"
 		hooked page_pool_alloc_pages && bad "$cfg: page_pool_alloc_pages still traced"
-		if [ "$(val recycle.polled_here)" = list_owner ]; then
-			# 6.12: the kernel's napi->list_owner; no probe per poll
-			# once learning is over
-			hooked __napi_poll && bad "$cfg: __napi_poll traced after learning (list_owner kernel)"
-			recycle_flood /tmp/a /tmp/b 1
-			eq "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "$cfg: no poll probe ran (list_owner kernel)"
-			gt "$(direct_pm /tmp/a /tmp/b)" 900 "$cfg on, poll probes idle: direct puts per mille"
-		else
-			eq "$(val recycle.polled_here)" poll_probes "$cfg: recycle.polled_here"
-			gt "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "$cfg: NAPI polls tracked"
-			hooked __napi_poll || bad "$cfg: __napi_poll not traced while on"
-		fi
+		# both kernels: the poll probes see every poll while on
+		# (napi->list_owner only holds for pools that name their NAPI)
+		gt "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "$cfg: NAPI polls tracked"
+		hooked __napi_poll || bad "$cfg: __napi_poll not traced while on"
 		echo "METRIC $(uname -r) recycle-drop $cfg observe_direct_pm=$obs on_direct_pm=$on direct=$(delta recycle.direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b)"
 		echo observe >$P/recycle
 		hooked __napi_poll && bad "$cfg: __napi_poll still traced in observe"
@@ -825,6 +928,78 @@ if want recycle-teardown; then
 	snap /tmp/t1
 	gt "$(delta recycle.owners_forgotten_destroy /tmp/t0 /tmp/t1)" 0 "owners forgotten at page_pool_destroy"
 	gt "$(delta recycle.owners_forgotten_napi_del /tmp/t0 /tmp/t1)" 0 "owners forgotten at NAPI delete"
+	end
+	cleanup
+fi
+
+# Cost at scale (issue 12.16): 301 pools owned by one NAPI, more than the
+# owner table's 256 slots. The learner must settle (bounded episodes, idle
+# soon after), pools without a slot must not keep asking, and the pools
+# it knows still recycle directly.
+if want recycle-many-pools; then
+	begin recycle-many-pools
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	fixture_up frag_pool=0 linear=0 extra_pools=300 || bad "fixture_up extra_pools=300"
+	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
+	recycle_flood /tmp/a /tmp/b 3
+	i=0
+	while [ "$(val recycle.learning)" = armed ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	[ "$(val recycle.learning)" != armed ] || bad "learner still armed 5 s after the flood"
+	arms1=$(delta recycle.learn_armed /tmp/a /tmp/b)
+	[ "$arms1" -le 4 ] || bad "$arms1 learning episodes in a 3 s flood"
+	recycle_flood /tmp/c /tmp/d 3
+	arms2=$(delta recycle.learn_armed /tmp/c /tmp/d)
+	[ "$arms2" -le 2 ] || bad "learning armed $arms2 times in a second 3 s flood, the table settled"
+	gt "$(val recycle.tracked_known)" 200 "pools learned"
+	gt "$(delta recycle.owner_table_full /tmp/a /tmp/d)" 0 "pools without a slot seen"
+	gt "$(delta recycle.direct /tmp/c /tmp/d)" 1000 "known pools recycle directly"
+	echo "METRIC $(uname -r) recycle-many-pools known=$(val recycle.tracked_known) arms=$arms1/$arms2 full=$(delta recycle.owner_table_full /tmp/a /tmp/d) direct=$(delta recycle.direct /tmp/c /tmp/d) ring=$(delta recycle.ring /tmp/c /tmp/d)"
+	check_sums /tmp/c /tmp/d
+	fixture_down || bad "pools did not drain"
+	dmesg | grep -q "extra pools drained: 300" || bad "the 300 extra pools did not report drained"
+	eq "$(val recycle.tracked_known)/$(val recycle.tracked_unknown)" 0/0 "no owner entry outlives its pool"
+	end
+	cleanup
+fi
+
+# A pool of a driver that is not audited is never recycled directly (issue
+# 12.10-12): the fixture under another module name is not on the list, and
+# becomes eligible only when an expert adds it (recycle_drivers).
+if want recycle-audit; then
+	begin recycle-audit
+	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
+	case "$(val recycle.audited_drivers)" in
+	*ppcoal_fixture*) ;;
+	*) bad "audited_drivers: $(val recycle.audited_drivers)" ;;
+	esac
+	# the microbenchmark module's dummy NAPI polls and frees its own
+	# pool's pages: a driver nobody audited
+	insmod /ko/ppcoal_microbench.ko || bad "insmod ppcoal_microbench"
+	MB=/sys/kernel/debug/ppcoal_microbench/run
+	echo on >$P/recycle || bad "recycle=on"
+	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
+	snap /tmp/a
+	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
+	snap /tmp/b
+	eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "not audited: no direct put"
+	gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 1900 "not audited: denied as not eligible"
+	gt "$(val recycle.tracked_not_eligible)" 0 "the pool is recorded as not eligible"
+	echo ppcoal_microbench >$P/recycle_drivers 2>/dev/null && bad "recycle_drivers accepted while on"
+	echo "bad name!" >$P/recycle_drivers 2>/dev/null && bad "an invalid recycle_drivers accepted"
+	echo observe >$P/recycle
+	echo ppcoal_microbench >$P/recycle_drivers || bad "recycle_drivers write while observe"
+	eq "$(cat $P/recycle_drivers)" ppcoal_microbench "recycle_drivers reads back"
+	dmesg_has "added to the audited list at the administrator's risk" || bad "no dmesg warning for recycle_drivers"
+	echo on >$P/recycle || bad "recycle=on"
+	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
+	sleep 0.3
+	snap /tmp/a
+	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
+	snap /tmp/b
+	gt "$(delta recycle.direct /tmp/a /tmp/b)" 1900 "added by the expert: direct puts"
+	echo observe >$P/recycle
+	echo "" >$P/recycle_drivers || bad "recycle_drivers cleared"
+	rmmod ppcoal_microbench || bad "rmmod ppcoal_microbench"
 	end
 	cleanup
 fi

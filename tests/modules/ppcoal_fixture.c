@@ -28,6 +28,11 @@
  * .../teardown keeps the verdict of every pool teardown: "drained" or
  * "LEAK". Test-only code: it reads page_pool internals to count.
  *
+ *   extra_pools N more pools for ppf1 (0..512), used in turn with its own
+ *              by ppf1's poll: many pools owned by one NAPI, to load
+ *              ppcoal's owner table. Drained and destroyed with the pair
+ *              ("extra pools drained" or "pool LEAK" in dmesg).
+ *
  * To free page-pool skbs in a chosen context, write N to .../hold: ppf1's
  * poll keeps its next N skbs instead of delivering them; writing
  * "process" or "bh" to .../release frees them from the write itself, in
@@ -44,6 +49,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/seq_file.h>
 #include <linux/skbuff.h>
+#include <linux/slab.h>
 
 #include "ppcoal_kcompat.h"
 #ifdef PPC_HAVE_PAGE_POOL_HELPERS_H
@@ -68,15 +74,25 @@ MODULE_PARM_DESC(irq_usecs, "0: poll per frame; N: moderate like a NIC, poll aft
 MODULE_PARM_DESC(linear, "build skbs in place (build_skb) instead of header + page frag");
 static bool pp_napi;
 module_param(pp_napi, bool, 0644);
+static unsigned int extra_pools;
+module_param(extra_pools, uint, 0444);
+#define PPF_EXTRA_MAX 512
 MODULE_PARM_DESC(pp_napi, "6.12: register the NAPI with the pool (page_pool_params.napi)");
 static bool gro = true;
 module_param(gro, bool, 0644);
 MODULE_PARM_DESC(gro, "deliver through napi_gro_receive (else netif_receive_skb)");
 
+struct ppf_extra {
+	struct page_pool **pool;
+	unsigned int n;
+};
+
 struct ppf_priv {
 	struct net_device *peer;
 	struct napi_struct napi;
 	struct page_pool *pool;
+	struct ppf_extra xp;	/* extra_pools more (ppf1) */
+	unsigned int next;	/* the pool ppf_buf() uses next (poll only) */
 	struct sk_buff_head rxq;
 	struct sk_buff_head held;	/* kept by "hold", freed by "release" */
 	struct hrtimer irq_timer;	/* irq_usecs: the moderated "interrupt" */
@@ -125,13 +141,27 @@ drop:
 static struct page *ppf_buf(struct ppf_priv *priv, unsigned int *off,
 			    unsigned int *size)
 {
+	struct page_pool *pool = priv->pool;
+
+	if (priv->xp.n) {
+		/* only ppf_poll() allocates: no race on next */
+		if (priv->next)
+			pool = priv->xp.pool[priv->next - 1];
+		priv->next = (priv->next + 1) % (priv->xp.n + 1);
+	}
 	if (priv->frag) {
 		*size = PPF_BUF;
-		return page_pool_dev_alloc_frag(priv->pool, off, PPF_BUF);
+		return page_pool_dev_alloc_frag(pool, off, PPF_BUF);
 	}
 	*off = 0;
 	*size = PAGE_SIZE;
-	return page_pool_dev_alloc_pages(priv->pool);
+	return page_pool_dev_alloc_pages(pool);
+}
+
+/* Give back a buffer of ppf_buf() unused (inside the poll). */
+static void ppf_unbuf(struct page *page)
+{
+	page_pool_put_full_page(page->pp, page, true);
 }
 
 static struct sk_buff *ppf_build_linear(struct ppf_priv *priv,
@@ -160,7 +190,7 @@ static struct sk_buff *ppf_build_linear(struct ppf_priv *priv,
 	skb_mark_for_recycle(skb);
 	return skb;
 put:
-	page_pool_put_full_page(priv->pool, page, true);
+	ppf_unbuf(page);
 	return NULL;
 }
 
@@ -185,7 +215,7 @@ static struct sk_buff *ppf_build_frags(struct ppf_priv *priv,
 		if (len - hlen > size ||
 		    skb_copy_bits(src, hlen, page_address(page) + off,
 				  len - hlen)) {
-			page_pool_put_full_page(priv->pool, page, true);
+			ppf_unbuf(page);
 			goto free;
 		}
 		skb_add_rx_frag(skb, 0, page, off, len - hlen, size);
@@ -297,6 +327,56 @@ static void ppf_setup(struct net_device *dev)
 	eth_hw_addr_random(dev);
 }
 
+/* Destroy the extra pools (after draining them, with @drain). */
+static void ppf_extra_destroy(struct ppf_extra *x, bool drain)
+{
+	unsigned int i, leaks = 0;
+	struct ppf_count c = {};
+	int ms;
+
+	for (i = 0; i < x->n; i++) {
+		for (ms = 0; drain && ms < 20000; ms += 20) {
+			ppf_count_pool(x->pool[i], &c);
+			if (c.inflight <= 0)
+				break;
+			msleep(20);
+		}
+		if (drain && c.inflight) {
+			pr_err("ppf1 extra pool %u: pool LEAK: %ld pages in flight after 20 s\n",
+			       i, c.inflight);
+			leaks++;
+		}
+		page_pool_destroy(x->pool[i]);
+	}
+	if (drain && x->n && !leaks)
+		pr_info("ppf1: extra pools drained: %u\n", x->n);
+	kfree(x->pool);
+	x->pool = NULL;
+	x->n = 0;
+}
+
+static int ppf_extra_create(struct ppf_extra *x,
+			    const struct page_pool_params *pp)
+{
+	struct page_pool *pool;
+	unsigned int n = min(extra_pools, PPF_EXTRA_MAX);
+
+	if (!n)
+		return 0;
+	x->pool = kcalloc(n, sizeof(*x->pool), GFP_KERNEL);
+	if (!x->pool)
+		return -ENOMEM;
+	while (x->n < n) {
+		pool = page_pool_create(pp);
+		if (IS_ERR(pool)) {
+			ppf_extra_destroy(x, false);
+			return PTR_ERR(pool);
+		}
+		x->pool[x->n++] = pool;
+	}
+	return 0;
+}
+
 static struct net_device *ppf_create(int i)
 {
 	struct page_pool_params pp = {
@@ -334,11 +414,15 @@ static struct net_device *ppf_create(int i)
 		err = PTR_ERR(priv->pool);
 		goto free;
 	}
+	err = i ? ppf_extra_create(&priv->xp, &pp) : 0;
+	if (err)
+		goto pool;
 	err = register_netdev(dev);
 	if (err)
 		goto pool;
 	return dev;
 pool:
+	ppf_extra_destroy(&priv->xp, false);
 	page_pool_destroy(priv->pool);
 free:
 	netif_napi_del(&priv->napi);
@@ -377,6 +461,7 @@ static void ppf_drain_report(const char *name, struct page_pool *pool)
 
 static void ppf_destroy_pair(void)
 {
+	struct ppf_extra xp[2] = {};
 	struct page_pool *pool[2] = {};
 	char name[2][IFNAMSIZ] = {};
 	struct ppf_priv *priv;
@@ -396,6 +481,7 @@ static void ppf_destroy_pair(void)
 		atomic_set(&priv->hold, 0);
 		skb_queue_purge(&priv->held);
 		pool[i] = priv->pool;
+		xp[i] = priv->xp;	/* past the device's life */
 		strscpy(name[i], ppf_dev[i]->name, IFNAMSIZ);
 		/* closes the device (napi disabled, queue purged) */
 		unregister_netdevice(ppf_dev[i]);
@@ -407,6 +493,7 @@ static void ppf_destroy_pair(void)
 	for (i = 0; i < 2; i++) {
 		ppf_drain_report(name[i], pool[i]);
 		page_pool_destroy(pool[i]);
+		ppf_extra_destroy(&xp[i], true);
 	}
 }
 

@@ -16,14 +16,16 @@
 # Environment:
 #   PPCOAL_CACHE      cache root (default /var/cache/ppcoal)
 #   PPCOAL_SRC        source tree to build (default: the repository)
-#   PPCOAL_MIRROR     Debian mirror (default http://deb.debian.org/debian)
+#   PPCOAL_MIRROR     Debian mirror (default: the one in this machine's apt sources)
 #   PPCOAL_APT_MAX_AGE  refresh private apt lists older than this many days (default 7)
 #   PPCOAL_KVER_<ID>  force a kernel release for ID (e.g. PPCOAL_KVER_deb13=6.12.117+deb13-amd64)
 
 PPCOAL_VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PPCOAL_REPO=${PPCOAL_REPO:-$(cd "$PPCOAL_VM_DIR/../.." && pwd)}
 PPCOAL_CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
-PPCOAL_MIRROR=${PPCOAL_MIRROR:-http://deb.debian.org/debian}
+# The mirror named in the machine's apt sources (a local mirror or proxy
+# works); never a host name written here.
+PPCOAL_MIRROR=${PPCOAL_MIRROR:-$("$PPCOAL_REPO/scripts/ppcoal-verify-kernel" --mirror 2>/dev/null || true)}
 PPCOAL_KERNEL_IDS="deb12 deb12bpo deb13"
 
 # Fallbacks used only when the version cannot be resolved from apt metadata.
@@ -81,6 +83,7 @@ papt_dir() { printf '%s/apt/%s\n' "$PPCOAL_CACHE" "$1"; }
 
 papt_setup() {
 	local suite=$1 d
+	[ -n "$PPCOAL_MIRROR" ] || die "no Debian mirror in /etc/apt/sources.list or /etc/apt/sources.list.d/*.sources; add one or set PPCOAL_MIRROR"
 	d=$(papt_dir "$suite")
 	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/etc"
 	printf 'deb %s %s main\n' "$PPCOAL_MIRROR" "$suite" >"$d/etc/sources.list.new"
