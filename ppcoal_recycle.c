@@ -462,6 +462,8 @@ void notrace ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
 }
 
 #ifdef PPC_HAVE_PP_DISABLE_DIRECT
+static unsigned long ppc_destroy_start, ppc_destroy_size;
+
 /**
  * ppc_owner_pp_disable_cb() - ftrace callback on
  *	page_pool_disable_direct_recycling()
@@ -480,8 +482,30 @@ void notrace ppc_owner_pp_disable_cb(unsigned long ip, unsigned long parent_ip,
 {
 	unsigned long pool = ppc_fregs_arg0(fregs);
 
-	if (pool)
-		ppc_own_learn(pool, PPC_OWN_NEVER);
+	/*
+	 * page_pool_destroy() calls it too (6.12 net/core/page_pool.c:1243),
+	 * after ppc_owner_pool_destroy_cb() forgot the pool: a verdict then
+	 * would outlive the pool and stick to the next one at its address.
+	 */
+	if (!pool || parent_ip - ppc_destroy_start < ppc_destroy_size)
+		return;
+	ppc_own_learn(pool, PPC_OWN_NEVER);
+}
+
+/* Where page_pool_destroy() lies, for ppc_owner_pp_disable_cb(). */
+static int ppc_destroy_resolve(void)
+{
+	int ret = ppc_resolve_symbol(NULL, "page_pool_destroy",
+				     &ppc_destroy_start, &ppc_destroy_size);
+
+	if (ret)
+		pr_err("recycle: page_pool_destroy not found (%d)\n", ret);
+	return ret;
+}
+#else
+static int ppc_destroy_resolve(void)
+{
+	return 0;
 }
 #endif
 
@@ -717,7 +741,7 @@ int ppc_recycle_set_on(bool on)
 		return 0;
 	}
 	ppc_owner_reset();
-	ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, true);
+	ret = ppc_destroy_resolve() ?: ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, true);
 	if (ret)
 		pr_err("recycle: on needs the NAPI poll tracker and the pool teardown hooks; they cannot be installed here (%d)\n",
 		       ret);

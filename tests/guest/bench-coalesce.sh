@@ -5,9 +5,9 @@
 # rotating order, plus observe without the tap (the ceiling).
 # Prints "BENCH kind mode rep value": tcp_mbps_LEN, okpm_LEN (coalesce
 # successes per mille of calls), rcvpm_LEN (TCPRcvCoalesce per mille InSegs).
-# Mode "refuse" is on with clone_policy=refuse (6.1: no detach), which with
-# "on" (detach, the default) decides the default policy; on 6.12 the policy
-# "legacy" plays that part (the pre-6.8 refusal).
+# Mode "on" is clone_policy=detach on 6.1 (upstream on 6.12), mode "refuse"
+# is on with clone_policy=refuse (6.1, the default there; 6.12: "legacy",
+# the pre-6.8 refusal): the pair is what the default policy is chosen from.
 . /tests/lib.sh
 bench_init 3
 sizes=$(sed -n 's/.*ppcoal\.sizes=\([0-9,]*\).*/\1/p' /proc/cmdline | tr , ' ')
@@ -17,6 +17,7 @@ echo 0 >/proc/sys/net/core/skb_defer_max
 net_up >/dev/null 2>&1
 fixture_up frag_pool=0 linear=0 || { echo "BENCH-ERROR fixture"; exit 0; }
 default=$(cat $P/clone_policy)
+echo detach >$P/clone_policy 2>/dev/null && default=detach
 refuse=legacy
 echo refuse >$P/clone_policy 2>/dev/null && refuse=refuse
 echo $default >$P/clone_policy

@@ -33,6 +33,9 @@
  *              ppcoal's owner table. Drained and destroyed with the pair
  *              ("extra pools drained" or "pool LEAK" in dmesg).
  *
+ * 6.12: writing to .../withdraw calls page_pool_disable_direct_recycling()
+ * on ppf1's pool (a driver withdrawing direct recycling from a live pool).
+ *
  * To free page-pool skbs in a chosen context, write N to .../hold: ppf1's
  * poll keeps its next N skbs instead of delivering them; writing
  * "process" or "bh" to .../release frees them from the write itself, in
@@ -641,6 +644,27 @@ static const struct file_operations ppf_release_fops = {
 	.write = ppf_release_write,
 };
 
+#ifdef PPC_HAVE_PP_DISABLE_DIRECT
+/* 6.12: write anything to withdraw direct recycling from ppf1's pool. */
+static ssize_t ppf_withdraw_write(struct file *file, const char __user *ubuf,
+				  size_t len, loff_t *ppos)
+{
+	struct ppf_priv *priv;
+
+	mutex_lock(&ppf_lock);
+	if (ppf_dev[1]) {
+		priv = netdev_priv(ppf_dev[1]);
+		page_pool_disable_direct_recycling(priv->pool);
+	}
+	mutex_unlock(&ppf_lock);
+	return len;
+}
+
+static const struct file_operations ppf_withdraw_fops = {
+	.write = ppf_withdraw_write,
+};
+#endif
+
 static int __init ppf_init(void)
 {
 	int err;
@@ -655,6 +679,10 @@ static int __init ppf_init(void)
 	debugfs_create_file("teardown", 0444, ppf_debugfs, NULL,
 			    &ppf_teardown_fops);
 	debugfs_create_file("hold", 0200, ppf_debugfs, NULL, &ppf_hold_fops);
+#ifdef PPC_HAVE_PP_DISABLE_DIRECT
+	debugfs_create_file("withdraw", 0200, ppf_debugfs, NULL,
+			    &ppf_withdraw_fops);
+#endif
 	debugfs_create_file("release", 0200, ppf_debugfs, NULL,
 			    &ppf_release_fops);
 	return 0;

@@ -11,6 +11,9 @@
 #   PPCOAL_QEMU_EXTRA    extra QEMU arguments (word-split)
 #   PPCOAL_NIC_OPTS      appended to both virtio-net-pci devices, e.g. ",mrg_rxbuf=off"
 #   PPCOAL_QEMU_SMP / PPCOAL_QEMU_MEM  (default 2 / 1G)
+#   PPCOAL_QEMU_ACCEL    (default tcg,thread=single: both vCPUs on one host
+#                        thread, no emulator flakes; tcg,thread=multi gives
+#                        each vCPU a host thread: real parallelism)
 set -euo pipefail
 
 # shellcheck source=tests/vm/kernels.sh
@@ -36,7 +39,7 @@ rc=0
 # whole test run also ends it; the trap covers a kill of this script alone.
 timeout --foreground -k 10 "${PPCOAL_BOOT_TIMEOUT:-1200}" \
 	qemu-system-x86_64 \
-	-accel tcg,thread=single -cpu max \
+	-accel "${PPCOAL_QEMU_ACCEL:-tcg,thread=single}" -cpu max \
 	-smp "${PPCOAL_QEMU_SMP:-2}" -m "${PPCOAL_QEMU_MEM:-1G}" \
 	-nographic -no-reboot -monitor none -serial stdio \
 	-kernel "$vmlinuz" -initrd "$initrd" -append "$append" \

@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ppcoal_differential: stock skb_try_coalesce() against ppcoal's shadow on
+ * identical inputs.
+ *
+ * Cases come from a seed (a private PRNG): skb pairs of the shapes that
+ * matter to the function: to linear with tailroom from none to enough,
+ * with and without frags; from linear (kmalloc'd head), head_frag (page
+ * frag head) or frag-only, 0..MAX_SKB_FRAGS frags; pages from a
+ * one-buffer-per-page pool, (6.1) a PP_FLAG_PAGE_FRAG pool or no pool;
+ * pp_recycle on either, both or none; to and/or from cloned (some clones
+ * freed before the call), frag_list on either, SHARED_FRAG on from.
+ * Zerocopy and pfmemalloc pages are not generated (they need a ubuf_info
+ * or memory reserves).
+ *
+ * The guest drives it through debugfs, writing "SEED N MODE" to run: with
+ * MODE "record" every case runs and its outcome is kept; with "compare" the
+ * same cases run again and every outcome must equal the recorded one; with
+ * "compare-on" the differences must be ones that coalesce=on documents: a
+ * cloned page-pool from that stock refuses is coalesced. ppcoal's mode is
+ * set by the guest between the runs (off for record, observe or on for the
+ * comparisons). An outcome: the return value, fragstolen, delta_truesize,
+ * to's len, data_len, truesize, nr_frags, pfmemalloc and shinfo flags, and
+ * for every page involved the change of its refcount and page-pool count
+ * and whether it is still a page-pool page. After each case everything is
+ * freed as TCP frees it; the pools must end with no page in flight.
+ * Reading .../result gives "cases N mismatches M allowed A inflight I"
+ * and the first mismatch (seed, case, shape, field, both values).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/skbuff.h>
+#include <linux/vmalloc.h>
+
+#include "ppcoal_kcompat.h"
+#ifdef PPC_HAVE_PAGE_POOL_HELPERS_H
+#include <net/page_pool/helpers.h>
+#else
+#include <net/page_pool.h>
+#endif
+#include "ppf_pool_count.h"
+
+#define PPD_MAX_CASES	200000
+#define PPD_PAGES	(2 * MAX_SKB_FRAGS + 2)
+
+/* What the caller of skb_try_coalesce() can see of one case. */
+struct ppd_outcome {
+	s8 ret, stolen;
+	s16 nr_frags;
+	u8 pfmemalloc, flags;
+	s32 delta, len, data_len, truesize;
+	s8 ref[PPD_PAGES];	/* page refcount change */
+	s8 ppref[PPD_PAGES];	/* page-pool count change */
+	s8 pp[PPD_PAGES];	/* still a page-pool page */
+};
+
+/* The shape of one case, drawn from the seed. */
+struct ppd_shape {
+	u8 to_pp, from_pp;	/* pp_recycle */
+	u8 to_kind, from_kind;	/* page source: 0 none, 1 whole pool, 2 frag pool */
+	u8 from_head;		/* 0 linear kmalloc, 1 head_frag, 2 frag-only */
+	u8 to_frags, from_frags;
+	u8 to_cloned, from_cloned, clone_freed;
+	u8 to_fraglist, from_fraglist, shared_frag;
+	u16 to_tail, from_len;
+};
+
+static struct page_pool *ppd_pool_whole, *ppd_pool_frag;
+static struct ppd_outcome *ppd_rec;
+static unsigned int ppd_nrec;
+static DEFINE_MUTEX(ppd_lock);
+static char ppd_result[512];
+static struct dentry *ppd_dir;
+
+static u64 ppd_rnd;
+
+static u32 ppd_next(void)
+{
+	/* xorshift64*: the same seed gives the same cases on every run */
+	ppd_rnd ^= ppd_rnd >> 12;
+	ppd_rnd ^= ppd_rnd << 25;
+	ppd_rnd ^= ppd_rnd >> 27;
+	return (ppd_rnd * 2685821657736338717ULL) >> 32;
+}
+
+static u32 ppd_below(u32 n)
+{
+	return n ? ppd_next() % n : 0;
+}
+
+static void ppd_draw(struct ppd_shape *s)
+{
+	s->to_pp = ppd_below(2);
+	s->from_pp = ppd_below(4) ? s->to_pp : !s->to_pp;
+	s->to_kind = s->to_pp ? 1 + ppd_below(ppd_pool_frag ? 2 : 1) : 0;
+	s->from_kind = s->from_pp ? 1 + ppd_below(ppd_pool_frag ? 2 : 1) : 0;
+	s->from_head = ppd_below(3);
+	s->to_frags = ppd_below(3) ? 0 : ppd_below(MAX_SKB_FRAGS + 1);
+	s->from_frags = ppd_below(2) ? ppd_below(4) :
+				       ppd_below(MAX_SKB_FRAGS + 1);
+	if (s->from_head == 2 && !s->from_frags)
+		s->from_frags = 1;
+	s->to_cloned = !ppd_below(8);
+	s->from_cloned = ppd_below(2);
+	s->clone_freed = s->from_cloned && !ppd_below(4);
+	s->to_fraglist = !ppd_below(16);
+	s->from_fraglist = !ppd_below(16);
+	s->shared_frag = !ppd_below(4);
+	s->to_tail = ppd_below(3) ? ppd_below(64) : ppd_below(2048);
+	s->from_len = 1 + ppd_below(ppd_below(2) ? 128 : 1024);
+}
+
+/* A page for a frag: from a pool (kind 1 or 2) or the page allocator. */
+static struct page *ppd_page(int kind, unsigned int *off, unsigned int *size)
+{
+	struct page *page;
+
+	*off = 0;
+	*size = PAGE_SIZE;
+	if (!kind)
+		return alloc_page(GFP_KERNEL);
+	local_bh_disable();
+	if (kind == 2) {
+		*size = 2048;
+		page = page_pool_dev_alloc_frag(ppd_pool_frag, off, *size);
+	} else {
+		page = page_pool_dev_alloc_pages(ppd_pool_whole);
+	}
+	local_bh_enable();
+	return page;
+}
+
+static int ppd_add_frags(struct sk_buff *skb, int kind, int n)
+{
+	unsigned int off, size;
+	struct page *page;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		page = ppd_page(kind, &off, &size);
+		if (!page)
+			return -ENOMEM;
+		skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags, page, off,
+				1 + ppd_below(size / 2), size);
+	}
+	return 0;
+}
+
+static struct sk_buff *ppd_fraglist(void)
+{
+	return alloc_skb(64, GFP_KERNEL);
+}
+
+static struct sk_buff *ppd_build_to(const struct ppd_shape *s)
+{
+	struct sk_buff *skb;
+
+	skb = alloc_skb(128 + s->to_tail, GFP_KERNEL);
+	if (!skb)
+		return NULL;
+	skb_put(skb, 64);
+	/* what is left after the data is the tailroom the case wants */
+	skb_put(skb, skb_tailroom(skb) > s->to_tail ?
+		     skb_tailroom(skb) - s->to_tail : 0);
+	if (ppd_add_frags(skb, s->to_kind, s->to_frags))
+		goto free;
+	if (s->to_pp)
+		skb_mark_for_recycle(skb);
+	if (s->to_fraglist) {
+		skb_shinfo(skb)->frag_list = ppd_fraglist();
+		if (!skb_shinfo(skb)->frag_list)
+			goto free;
+	}
+	return skb;
+free:
+	kfree_skb(skb);
+	return NULL;
+}
+
+static struct sk_buff *ppd_build_from(const struct ppd_shape *s)
+{
+	unsigned int fsz = SKB_DATA_ALIGN(s->from_len + NET_SKB_PAD) +
+			   SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
+	struct sk_buff *skb;
+	void *data;
+
+	switch (s->from_head) {
+	case 0:
+		skb = alloc_skb(s->from_len, GFP_KERNEL);
+		if (skb)
+			skb_put(skb, s->from_len);
+		break;
+	case 1:
+		data = netdev_alloc_frag(fsz);
+		skb = data ? build_skb(data, fsz) : NULL;
+		if (!skb && data)
+			skb_free_frag(data);
+		if (skb) {
+			skb_reserve(skb, NET_SKB_PAD);
+			skb_put(skb, s->from_len);
+		}
+		break;
+	default:
+		skb = alloc_skb(0, GFP_KERNEL);
+		break;
+	}
+	if (!skb)
+		return NULL;
+	if (ppd_add_frags(skb, s->from_kind, s->from_frags))
+		goto free;
+	if (s->from_pp)
+		skb_mark_for_recycle(skb);
+	if (s->shared_frag)
+		skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
+	if (s->from_fraglist) {
+		skb_shinfo(skb)->frag_list = ppd_fraglist();
+		if (!skb_shinfo(skb)->frag_list)
+			goto free;
+	}
+	return skb;
+free:
+	kfree_skb(skb);
+	return NULL;
+}
+
+static long ppd_pp_count(struct page *page)
+{
+#ifdef PPC_HAVE_PP_REF_COUNT
+	return atomic_long_read(&page->pp_ref_count);
+#else
+	return atomic_long_read(&page->pp_frag_count);
+#endif
+}
+
+static bool ppd_is_pp(struct page *page)
+{
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+	return (READ_ONCE(page->pp_magic) & PP_MAGIC_MASK) == PP_SIGNATURE;
+#else
+	return (READ_ONCE(page->pp_magic) & ~0x3UL) == PP_SIGNATURE;
+#endif
+}
+
+/* The pages of a case: from's head page and frags, then to's frags. */
+static int ppd_pages(struct sk_buff *to, struct sk_buff *from,
+		     struct page **pages)
+{
+	int i, n = 0;
+
+	pages[n++] = virt_to_head_page(from->head);
+	for (i = 0; i < skb_shinfo(from)->nr_frags; i++)
+		pages[n++] = compound_head(skb_frag_page(&skb_shinfo(from)->frags[i]));
+	for (i = 0; i < skb_shinfo(to)->nr_frags && n < PPD_PAGES; i++)
+		pages[n++] = compound_head(skb_frag_page(&skb_shinfo(to)->frags[i]));
+	return n;
+}
+
+/* Run one case through skb_try_coalesce(); -ENOMEM when it could not be built. */
+static int ppd_case(const struct ppd_shape *s, struct ppd_outcome *o)
+{
+	struct sk_buff *to, *from, *to_clone = NULL, *from_clone = NULL;
+	long ref[PPD_PAGES], ppref[PPD_PAGES];
+	struct page *pages[PPD_PAGES];
+	bool stolen = false;
+	int i, n, delta = 0;
+
+	memset(o, 0, sizeof(*o));
+	to = ppd_build_to(s);
+	from = ppd_build_from(s);
+	if (!to || !from)
+		goto nomem;
+	if (s->to_cloned && !(to_clone = skb_clone(to, GFP_KERNEL)))
+		goto nomem;
+	if (s->from_cloned && !(from_clone = skb_clone(from, GFP_KERNEL)))
+		goto nomem;
+	if (s->clone_freed) {
+		kfree_skb(from_clone);
+		from_clone = NULL;
+	}
+	n = ppd_pages(to, from, pages);
+	for (i = 0; i < n; i++) {
+		ref[i] = page_ref_count(pages[i]);
+		ppref[i] = ppd_is_pp(pages[i]) ? ppd_pp_count(pages[i]) : 0;
+	}
+
+	local_bh_disable();	/* as TCP's receive path calls it */
+	o->ret = skb_try_coalesce(to, from, &stolen, &delta);
+	local_bh_enable();
+
+	o->stolen = stolen;
+	o->delta = o->ret ? delta : 0;
+	o->len = to->len;
+	o->data_len = to->data_len;
+	o->truesize = to->truesize;
+	o->nr_frags = skb_shinfo(to)->nr_frags;
+	o->pfmemalloc = to->pfmemalloc;
+	o->flags = skb_shinfo(to)->flags;
+	for (i = 0; i < n; i++) {
+		o->pp[i] = ppd_is_pp(pages[i]);
+		o->ref[i] = page_ref_count(pages[i]) - ref[i];
+		o->ppref[i] = (o->pp[i] ? ppd_pp_count(pages[i]) : 0) - ppref[i];
+	}
+
+	/* free as tcp_try_coalesce()'s callers do */
+	if (o->ret)
+		kfree_skb_partial(from, stolen);
+	else
+		kfree_skb(from);
+	kfree_skb(to);
+	kfree_skb(to_clone);
+	kfree_skb(from_clone);
+	return 0;
+nomem:
+	kfree_skb(to);
+	kfree_skb(from);
+	kfree_skb(to_clone);
+	return -ENOMEM;
+}
+
+static const char *ppd_diff(const struct ppd_outcome *a,
+			    const struct ppd_outcome *b, long *x, long *y)
+{
+	int i;
+
+#define PPD_CMP(f) do { if (a->f != b->f) { *x = a->f; *y = b->f; return #f; } } while (0)
+	PPD_CMP(ret);
+	PPD_CMP(stolen);
+	PPD_CMP(delta);
+	PPD_CMP(len);
+	PPD_CMP(data_len);
+	PPD_CMP(truesize);
+	PPD_CMP(nr_frags);
+	PPD_CMP(pfmemalloc);
+	PPD_CMP(flags);
+	for (i = 0; i < PPD_PAGES; i++) {
+		PPD_CMP(ref[i]);
+		PPD_CMP(ppref[i]);
+		PPD_CMP(pp[i]);
+	}
+#undef PPD_CMP
+	return NULL;
+}
+
+static long ppd_inflight(void)
+{
+	struct ppf_count c;
+	long sum = 0;
+
+	ppf_count_pool(ppd_pool_whole, &c);
+	sum += c.inflight;
+	if (ppd_pool_frag) {
+		ppf_count_pool(ppd_pool_frag, &c);
+		sum += c.inflight;
+	}
+	return sum;
+}
+
+static int ppd_run(u64 seed, unsigned int n, const char *mode)
+{
+	bool record = !strcmp(mode, "record");
+	bool on = !strcmp(mode, "compare-on");
+	unsigned int i, mism = 0, allowed = 0, skipped = 0;
+	struct ppd_outcome o;
+	struct ppd_shape s;
+	const char *field;
+	char first[256] = "";
+	long x, y;
+
+	if (!record && strcmp(mode, "compare") && !on)
+		return -EINVAL;
+	if (n > PPD_MAX_CASES || (!record && n != ppd_nrec))
+		return -EINVAL;
+	ppd_rnd = seed ?: 1;
+	for (i = 0; i < n; i++) {
+		ppd_draw(&s);
+		if (ppd_case(&s, &o)) {
+			/* both runs must skip the same cases: mark it */
+			memset(&o, 0xff, sizeof(o));
+			skipped++;
+		}
+		if (record) {
+			ppd_rec[i] = o;
+			continue;
+		}
+		field = ppd_diff(&ppd_rec[i], &o, &x, &y);
+		if (!field)
+			continue;
+		/* coalesce=on: a cloned page-pool from that stock refused */
+		if (on && !ppd_rec[i].ret && o.ret && s.from_pp && s.from_cloned &&
+		    !s.clone_freed) {
+			allowed++;
+			continue;
+		}
+		if (!mism++)
+			snprintf(first, sizeof(first),
+				 "seed %llu case %u shape to_pp=%u/%u from_pp=%u/%u head=%u frags=%u/%u cloned=%u/%u freed=%u fraglist=%u/%u shared=%u tail=%u len=%u: %s stock %ld shadow %ld",
+				 seed, i, s.to_pp, s.to_kind, s.from_pp,
+				 s.from_kind, s.from_head, s.to_frags,
+				 s.from_frags, s.to_cloned, s.from_cloned,
+				 s.clone_freed, s.to_fraglist, s.from_fraglist,
+				 s.shared_frag, s.to_tail, s.from_len, field,
+				 x, y);
+		cond_resched();
+	}
+	if (record)
+		ppd_nrec = n;
+	snprintf(ppd_result, sizeof(ppd_result),
+		 "%s cases %u mismatches %u allowed %u skipped %u inflight %ld%s%s\n",
+		 mode, n, mism, allowed, skipped, ppd_inflight(),
+		 first[0] ? " first: " : "", first);
+	pr_info("%s", ppd_result);
+	return 0;
+}
+
+static ssize_t ppd_run_write(struct file *file, const char __user *ubuf,
+			     size_t len, loff_t *ppos)
+{
+	char buf[64], mode[16];
+	unsigned int n;
+	u64 seed;
+	int ret;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	if (sscanf(buf, "%llu %u %15s", &seed, &n, mode) != 3)
+		return -EINVAL;
+	mutex_lock(&ppd_lock);
+	ret = ppd_run(seed, n, mode);
+	mutex_unlock(&ppd_lock);
+	return ret ?: len;
+}
+
+static const struct file_operations ppd_run_fops = {
+	.write = ppd_run_write,
+};
+
+static int ppd_result_show(struct seq_file *m, void *v)
+{
+	mutex_lock(&ppd_lock);
+	seq_puts(m, ppd_result);
+	mutex_unlock(&ppd_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ppd_result);
+
+static int __init ppd_init(void)
+{
+	struct page_pool_params pp = {
+		.order = 0,
+		.pool_size = 1024,
+		.nid = NUMA_NO_NODE,
+	};
+
+	ppd_rec = vzalloc(PPD_MAX_CASES * sizeof(*ppd_rec));
+	if (!ppd_rec)
+		return -ENOMEM;
+	ppd_pool_whole = page_pool_create(&pp);
+	if (IS_ERR(ppd_pool_whole))
+		goto free;
+#ifdef PPC_HAVE_PP_FRAG_COUNT
+	pp.flags |= PP_FLAG_PAGE_FRAG;
+	ppd_pool_frag = page_pool_create(&pp);
+	if (IS_ERR(ppd_pool_frag)) {
+		page_pool_destroy(ppd_pool_whole);
+		goto free;
+	}
+#endif
+	ppd_dir = debugfs_create_dir("ppcoal_differential", NULL);
+	debugfs_create_file("run", 0200, ppd_dir, NULL, &ppd_run_fops);
+	debugfs_create_file("result", 0444, ppd_dir, NULL, &ppd_result_fops);
+	return 0;
+free:
+	vfree(ppd_rec);
+	return -ENOMEM;
+}
+
+static void __exit ppd_exit(void)
+{
+	debugfs_remove_recursive(ppd_dir);
+	page_pool_destroy(ppd_pool_whole);
+	if (ppd_pool_frag)
+		page_pool_destroy(ppd_pool_frag);
+	vfree(ppd_rec);
+}
+
+module_init(ppd_init);
+module_exit(ppd_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("ppcoal test: stock skb_try_coalesce against the shadow on identical inputs");
