@@ -272,10 +272,16 @@ static int ppd_case(const struct ppd_shape *s, struct ppd_outcome *o)
 	from = ppd_build_from(s);
 	if (!to || !from)
 		goto nomem;
-	if (s->to_cloned && !(to_clone = skb_clone(to, GFP_KERNEL)))
-		goto nomem;
-	if (s->from_cloned && !(from_clone = skb_clone(from, GFP_KERNEL)))
-		goto nomem;
+	if (s->to_cloned) {
+		to_clone = skb_clone(to, GFP_KERNEL);
+		if (!to_clone)
+			goto nomem;
+	}
+	if (s->from_cloned) {
+		from_clone = skb_clone(from, GFP_KERNEL);
+		if (!from_clone)
+			goto nomem;
+	}
 	if (s->clone_freed) {
 		kfree_skb(from_clone);
 		from_clone = NULL;
@@ -320,28 +326,37 @@ nomem:
 	return -ENOMEM;
 }
 
+/* One field of two outcomes: its name when they differ. */
+static const char *ppd_cmp(const char *name, long a, long b, long *x, long *y)
+{
+	if (a == b)
+		return NULL;
+	*x = a;
+	*y = b;
+	return name;
+}
+
 static const char *ppd_diff(const struct ppd_outcome *a,
 			    const struct ppd_outcome *b, long *x, long *y)
 {
+	static const char * const page_field[] = { "ref", "ppref", "pp" };
+	const char *f;
 	int i;
 
-#define PPD_CMP(f) do { if (a->f != b->f) { *x = a->f; *y = b->f; return #f; } } while (0)
-	PPD_CMP(ret);
-	PPD_CMP(stolen);
-	PPD_CMP(delta);
-	PPD_CMP(len);
-	PPD_CMP(data_len);
-	PPD_CMP(truesize);
-	PPD_CMP(nr_frags);
-	PPD_CMP(pfmemalloc);
-	PPD_CMP(flags);
-	for (i = 0; i < PPD_PAGES; i++) {
-		PPD_CMP(ref[i]);
-		PPD_CMP(ppref[i]);
-		PPD_CMP(pp[i]);
-	}
-#undef PPD_CMP
-	return NULL;
+	f = ppd_cmp("ret", a->ret, b->ret, x, y) ?:
+	    ppd_cmp("fragstolen", a->stolen, b->stolen, x, y) ?:
+	    ppd_cmp("delta", a->delta, b->delta, x, y) ?:
+	    ppd_cmp("len", a->len, b->len, x, y) ?:
+	    ppd_cmp("data_len", a->data_len, b->data_len, x, y) ?:
+	    ppd_cmp("truesize", a->truesize, b->truesize, x, y) ?:
+	    ppd_cmp("nr_frags", a->nr_frags, b->nr_frags, x, y) ?:
+	    ppd_cmp("pfmemalloc", a->pfmemalloc, b->pfmemalloc, x, y) ?:
+	    ppd_cmp("flags", a->flags, b->flags, x, y);
+	for (i = 0; !f && i < PPD_PAGES; i++)
+		f = ppd_cmp(page_field[0], a->ref[i], b->ref[i], x, y) ?:
+		    ppd_cmp(page_field[1], a->ppref[i], b->ppref[i], x, y) ?:
+		    ppd_cmp(page_field[2], a->pp[i], b->pp[i], x, y);
+	return f;
 }
 
 static long ppd_inflight(void)
