@@ -154,7 +154,9 @@ enum ppc_pg_class {
 /*
  * Reads pp_magic and pp once each: a concurrent detach of the same page
  * (another clone coalescing on another CPU) clears both, so a second read
- * of pp could be NULL. The pool stays alive while @head is in flight.
+ * of pp could be NULL. The pool stays alive while @head is in flight as
+ * its page; a detach ends that, so detaching callers hold ppc_detach_lock
+ * from this read to their own detach (see ppc_clone_take_refs()).
  */
 static enum ppc_pg_class ppc_page_class(struct page *head,
 					struct page_pool **pool)
@@ -178,8 +180,8 @@ static enum ppc_pg_class ppc_page_class(struct page *head,
  *
  * Return: 0, or the counter of the refusal.
  */
-static int ppc_clone_take_refs(struct skb_shared_info *sh,
-			       enum ppc_clone_policy policy)
+static int __ppc_clone_take_refs(struct skb_shared_info *sh,
+				 enum ppc_clone_policy policy)
 {
 	struct page_pool *pool[MAX_SKB_FRAGS];
 	u8 class[MAX_SKB_FRAGS];
@@ -232,6 +234,28 @@ undo:
 		head = compound_head(skb_frag_page(&sh->frags[j]));
 		atomic_long_dec(&head->pp_frag_count);
 	}
+	return why;
+}
+
+/*
+ * Only detach ends a page's membership while another holder still has it
+ * (the pool's own release needs the last reference, which from's frag
+ * holds): with every detach under one lock, the pool read by
+ * ppc_page_class() stays alive until this caller's detach. refuse and
+ * legacy detach nothing and take no lock.
+ */
+static DEFINE_SPINLOCK(ppc_detach_lock);
+
+static int ppc_clone_take_refs(struct skb_shared_info *sh,
+			       enum ppc_clone_policy policy)
+{
+	int why;
+
+	if (policy != PPC_CLONE_DETACH)
+		return __ppc_clone_take_refs(sh, policy);
+	spin_lock_bh(&ppc_detach_lock);
+	why = __ppc_clone_take_refs(sh, policy);
+	spin_unlock_bh(&ppc_detach_lock);
 	return why;
 }
 #endif

@@ -35,7 +35,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/delay.h>
+#include <linux/sched.h>
 #include <linux/kernel.h>
 #include <linux/kallsyms.h>
 #include <linux/kprobes.h>
@@ -740,7 +740,8 @@ void ppc_engine_exit(void)
 	mutex_unlock(&ppc_lock);
 	while (stuck) {
 		pr_emerg("a hook could not be removed; unloading would leave it calling freed module text, so this module exit waits forever\n");
-		ssleep(3600);
+		/* TASK_IDLE: no hung-task warning every two minutes */
+		schedule_timeout_idle(3600 * HZ);
 	}
 	for (p = 0; p < PPC_NR_HOOKS; p++)
 		if (!ppc_hooks[p].tp_reg)

@@ -118,10 +118,9 @@ static int ppc_set_path_mode(enum ppc_path path, enum ppc_mode mode)
 		ppc_path_set_on(path, false);
 	}
 	if (mode == PPC_MODE_OFF) {
-		/* Stop the shadow first, then let in-flight calls drain. */
+		/* Stop the shadow first; unregistering waits for callers. */
 		WRITE_ONCE(ppc_mode[path], mode);
-		ppc_path_detach(path);
-		return 0;
+		return ppc_path_detach(path) ? -EIO : 0;
 	}
 	if (old == PPC_MODE_OFF || !ppc_path_attached(path)) {
 		ret = ppc_path_attach(path, false);

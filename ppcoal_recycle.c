@@ -292,8 +292,15 @@ static void ppc_own_want(unsigned long pool)
 
 	if (ppc_own_resting(pool))
 		return;
-	/* No slot (a full table): learning could not record it. */
+	/*
+	 * No slot and no free one in its bucket (checked without the lock):
+	 * learning could not record it, so it asks for nothing.
+	 */
 	i = ppc_own_find(b, pool);
+	if (i < 0 && ppc_own_find(b, 0) < 0) {
+		ppc_count(RC_TABLE_FULL);
+		return;
+	}
 	if (i < 0) {
 		raw_spin_lock_irqsave(&ppc_own_lock, flags);
 		i = ppc_own_claim(b, pool);
@@ -474,7 +481,7 @@ static unsigned long ppc_destroy_start, ppc_destroy_size;
  *
  * The driver withdraws direct recycling from a live pool (bnxt's queue
  * restart, then fills and empties it from process context): it is never
- * ppcoal's while it lives. Notrace, calls nothing traced but the lock.
+ * ppcoal's while it lives. Notrace; reaches no function ppcoal hooks.
  */
 void notrace ppc_owner_pp_disable_cb(unsigned long ip, unsigned long parent_ip,
 				     struct ftrace_ops *op,
@@ -550,6 +557,20 @@ static bool notrace ppc_napi_audited(struct napi_struct *napi)
 	return false;
 }
 
+/*
+ * Is @pool the polling NAPI's own, by the device it was created for
+ * (page_pool_params.dev: the netdev's device, as veth sets it,
+ * drivers/net/veth.c:1020, or its parent, a NIC's PCI device)? A pool of
+ * another driver that allocates inside this poll is not learned as its.
+ */
+static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
+				     const struct napi_struct *napi)
+{
+	struct device *dev = READ_ONCE(pool->p.dev);
+
+	return dev && (dev == &napi->dev->dev || dev == napi->dev->dev.parent);
+}
+
 /* 6.12: does the kernel's own rule place this pool (.napi or cpuid)? */
 static __always_inline bool ppc_pool_placed(const struct page_pool *pool)
 {
@@ -569,7 +590,8 @@ static __always_inline bool ppc_pool_placed(const struct page_pool *pool)
  *
  * Armed only while owners are being learned. May run preemptible: the
  * context test comes before any per-CPU read. The pool allocates, so it
- * is alive. Notrace; calls nothing traced but sprint_symbol() and the
+ * is alive. Notrace; reaches no function ppcoal hooks (sprint_symbol() and
+ * the lock are traceable, but not ours), and calls sprint_symbol() and the
  * table lock, once per new pool and NAPI.
  */
 void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
@@ -592,7 +614,8 @@ void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 		if (old == napi || (old && old <= PPC_OWN_VERDICT))
 			return;	/* nothing new (a second NAPI: shared) */
 	}
-	if (ppc_pool_placed(pool) || !ppc_napi_audited((void *)napi))
+	if (ppc_pool_placed(pool) || !ppc_pool_of_napi(pool, (void *)napi) ||
+	    !ppc_napi_audited((void *)napi))
 		napi = PPC_OWN_NEVER;
 	ppc_own_learn((unsigned long)pool, napi);
 }
@@ -632,7 +655,7 @@ void notrace ppc_owner_poll_cb(unsigned long ip, unsigned long parent_ip,
 
 /*
  * Probe on the napi:napi_poll tracepoint, which __napi_poll() fires right
- * after ->poll() returns (net/core/dev.c:6647 in 6.1, the same in 6.12):
+ * after ->poll() returns (net/core/dev.c:6648 in 6.1, :6953 in 6.12):
  * the mark ends there. What __napi_poll() still does after it when the
  * whole budget was used (flush GRO, deliver the batched list) runs
  * unmarked and uses the ring: a little lost, nothing unsafe, and no rule

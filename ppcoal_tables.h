@@ -67,8 +67,7 @@ PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
  *	    alt):
  * arm says when the hook is live: PATH while the path is not off, ON only
  * while it is on, LEARN only while ppcoal_recycle.c learns pool owners (on
- * demand), TRACK with the NAPI poll tracker (ON, or LEARN where the kernel
- * has napi->list_owner). module is NULL for vmlinux. replacement is the
+ * demand). module is NULL for vmlinux. replacement is the
  * shadow the ftrace callback redirects to (livepatch style); callback is a
  * counting ftrace callback used when there is no replacement. ipmodify:
  * the hook may change the instruction pointer (FTRACE_OPS_FL_IPMODIFY: one

@@ -404,6 +404,8 @@ static struct net_device *ppf_create(int i)
 	hrtimer_init(&priv->irq_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	priv->irq_timer.function = ppf_irq_timer;
 	netif_napi_add(dev, &priv->napi, ppf_poll);
+	/* the pool's device is its netdev's, as veth's (no DMA mapping) */
+	pp.dev = &dev->dev;
 #ifdef PPC_HAVE_PP_FRAG_COUNT
 	if (frag_pool)
 		pp.flags |= PP_FLAG_PAGE_FRAG;

@@ -641,14 +641,15 @@ static int __init ppmb_init(void)
 	};
 	struct page *page;
 
-	ppmb_pool = page_pool_create(&pp);
-	if (IS_ERR(ppmb_pool))
-		return PTR_ERR(ppmb_pool);
 	/* Never registered: the NAPI only needs a device to belong to. */
 	ppmb_dev = alloc_netdev(0, "ppmb%d", NET_NAME_ENUM, ether_setup);
-	if (!ppmb_dev) {
-		page_pool_destroy(ppmb_pool);
+	if (!ppmb_dev)
 		return -ENOMEM;
+	pp.dev = &ppmb_dev->dev;	/* the pool is this device's */
+	ppmb_pool = page_pool_create(&pp);
+	if (IS_ERR(ppmb_pool)) {
+		free_netdev(ppmb_dev);
+		return PTR_ERR(ppmb_pool);
 	}
 	netif_napi_add(ppmb_dev, &ppmb_napi, ppmb_poll);
 	napi_enable(&ppmb_napi);
