@@ -798,14 +798,14 @@ static int ppc_drivers_set(const char *val, const struct kernel_param *kp)
 	}
 	mutex_lock(&ppc_lock);
 	if (ppc_path_mode(RECYCLE) == PPC_MODE_ON) {
-		pr_err("recycle_drivers: write it while recycle is not on (owners learned under the old list would stay); list unchanged\n");
+		pr_err_ratelimited("recycle_drivers: write it while recycle is not on (owners learned under the old list would stay); list unchanged\n");
 		ret = -EBUSY;
 	} else {
 		memcpy(ppc_extra, names, sizeof(names));
 		WRITE_ONCE(ppc_extra_n, n);
 		if (n)
-			pr_warn("recycle_drivers: %d driver(s) added to the audited list at the administrator's risk: %s\n",
-				n, val);
+			pr_warn_ratelimited("recycle_drivers: %d driver(s) added to the audited list at the administrator's risk: %s\n",
+					    n, val);
 	}
 	mutex_unlock(&ppc_lock);
 	return ret;
