@@ -70,6 +70,8 @@ virtio_load() {
 }
 
 ppcoal_load() { insmod /ko/ppcoal.ko "$@"; }
+# karg NAME DEFAULT: ppcoal.NAME=VALUE from the kernel command line
+karg() { v=$(sed -n "s/.*ppcoal\.$1=\([^ ]*\).*/\1/p" /proc/cmdline); echo "${v:-$2}"; }
 
 # pkillf PATTERN [-SIG]: signal every process whose command line holds
 # PATTERN (Debian's busybox-static has no pkill or pgrep)

@@ -151,8 +151,7 @@ fi
 # caller can see, page references included. The pools end empty.
 if want differential; then
 	begin differential
-	n=$(sed -n 's/.*ppcoal\.diffcases=\([0-9]*\).*/\1/p' /proc/cmdline)
-	n=${n:-100000}
+	n=$(karg diffcases 100000)
 	ppcoal_load coalesce=off recycle=off virtio=off || bad "insmod ppcoal"
 	insmod /ko/ppcoal_differential.ko || bad "insmod ppcoal_differential"
 	D=/sys/kernel/debug/ppcoal_differential
@@ -755,12 +754,10 @@ fi
 # Length: ppcoal.soak=SECONDS (default 120). No WARN (host scan), pools drain.
 if want soak; then
 	begin soak
-	soak=$(sed -n 's/.*ppcoal\.soak=\([0-9]*\).*/\1/p' /proc/cmdline)
-	soak=${soak:-120}
+	soak=$(karg soak 120)
 	# ppcoal.soakmodes=on,observe: the coalesce modes flipped (default
 	# on,observe,off); the multi-threaded boot keeps "on" (no code patching)
-	modes=$(sed -n 's/.*ppcoal\.soakmodes=\([a-z,]*\).*/\1/p' /proc/cmdline | tr , ' ')
-	modes=${modes:-on observe off}
+	modes=$(karg soakmodes on,observe,off | tr , ' ')
 	ppcoal_load mode=on || bad "insmod ppcoal"
 	ppcoal_load_fam=$(val recycle_target)
 	if [ "$ppcoal_load_fam" = page_pool_return_skb_page ]; then

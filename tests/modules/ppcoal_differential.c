@@ -149,9 +149,23 @@ static int ppd_add_frags(struct sk_buff *skb, int kind, int n)
 	return 0;
 }
 
-static struct sk_buff *ppd_fraglist(void)
+/* What to and from share: frags, pp_recycle, a frag_list; NULL on failure. */
+static struct sk_buff *ppd_finish(struct sk_buff *skb, int kind, int frags,
+				  bool pp, bool fraglist)
 {
-	return alloc_skb(64, GFP_KERNEL);
+	if (ppd_add_frags(skb, kind, frags))
+		goto free;
+	if (pp)
+		skb_mark_for_recycle(skb);
+	if (fraglist) {
+		skb_shinfo(skb)->frag_list = alloc_skb(64, GFP_KERNEL);
+		if (!skb_shinfo(skb)->frag_list)
+			goto free;
+	}
+	return skb;
+free:
+	kfree_skb(skb);
+	return NULL;
 }
 
 static struct sk_buff *ppd_build_to(const struct ppd_shape *s)
@@ -165,19 +179,8 @@ static struct sk_buff *ppd_build_to(const struct ppd_shape *s)
 	/* what is left after the data is the tailroom the case wants */
 	skb_put(skb, skb_tailroom(skb) > s->to_tail ?
 		     skb_tailroom(skb) - s->to_tail : 0);
-	if (ppd_add_frags(skb, s->to_kind, s->to_frags))
-		goto free;
-	if (s->to_pp)
-		skb_mark_for_recycle(skb);
-	if (s->to_fraglist) {
-		skb_shinfo(skb)->frag_list = ppd_fraglist();
-		if (!skb_shinfo(skb)->frag_list)
-			goto free;
-	}
-	return skb;
-free:
-	kfree_skb(skb);
-	return NULL;
+	return ppd_finish(skb, s->to_kind, s->to_frags, s->to_pp,
+			  s->to_fraglist);
 }
 
 static struct sk_buff *ppd_build_from(const struct ppd_shape *s)
@@ -209,21 +212,10 @@ static struct sk_buff *ppd_build_from(const struct ppd_shape *s)
 	}
 	if (!skb)
 		return NULL;
-	if (ppd_add_frags(skb, s->from_kind, s->from_frags))
-		goto free;
-	if (s->from_pp)
-		skb_mark_for_recycle(skb);
 	if (s->shared_frag)
 		skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
-	if (s->from_fraglist) {
-		skb_shinfo(skb)->frag_list = ppd_fraglist();
-		if (!skb_shinfo(skb)->frag_list)
-			goto free;
-	}
-	return skb;
-free:
-	kfree_skb(skb);
-	return NULL;
+	return ppd_finish(skb, s->from_kind, s->from_frags, s->from_pp,
+			  s->from_fraglist);
 }
 
 static long ppd_pp_count(struct page *page)
