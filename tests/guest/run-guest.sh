@@ -862,6 +862,19 @@ fi
 # nobody owns (BLACKHOLE), dropped inside ppf1's NAPI poll, the case the
 # 2023 RFC measured; no ICMP answers, so every page counted is ppf1's.
 
+# flood_until_known [ADDR]: drop floods of 1 s until ppcoal knows a pool
+# owner (arming the allocation probe waits RCU-tasks grace periods, slow
+# under TCG), 6 s at most
+flood_until_known() {
+	local i=0
+	while [ $i -lt 6 ]; do
+		drop_flood 1 $1
+		[ "$(val recycle.tracked_known)" -gt 0 ] && return 0
+		i=$((i + 1))
+	done
+	return 1
+}
+
 # recycle_flood A B SECS: snapshots around a drop flood
 recycle_flood() {
 	snap "$1"
@@ -886,8 +899,18 @@ if want recycle-drop; then
 		snap /tmp/on0
 		echo on >$P/recycle || bad "$cfg: recycle=on"
 		eq "$(val recycle.tracked_known)" 0 "$cfg: on starts knowing no owner"
-		recycle_flood /tmp/a /tmp/b 1
-		gt "$(delta recycle.owners_learned /tmp/on0 /tmp/b)" 0 "$cfg: pool owner learned"
+		# arming the allocation probe takes a while under TCG (ftrace
+		# registration waits RCU-tasks grace periods): flood until the
+		# owner is learned, 5 s at most
+		i=0
+		while recycle_flood /tmp/a /tmp/b 1 && [ $i -lt 5 ] &&
+			[ "$(delta recycle.owners_learned /tmp/on0 /tmp/b)" -le 0 ]; do
+			i=$((i + 1))
+		done
+		if [ "$(delta recycle.owners_learned /tmp/on0 /tmp/b)" -le 0 ]; then
+			bad "$cfg: pool owner learned (0 learned)"
+			echo "  on0->b: $(for c in owners_learned learn_armed direct ring deny_owner_unknown deny_not_eligible pools_not_eligible owner_table_full; do printf '%s=%s ' $c "$(delta recycle.$c /tmp/on0 /tmp/b)"; done) known=$(val recycle.tracked_known /tmp/b) never=$(val recycle.tracked_not_eligible /tmp/b)"
+		fi
 		gt "$(delta recycle.learn_armed /tmp/on0 /tmp/b)" 0 "$cfg: allocation probe armed to learn"
 		recycle_flood /tmp/a /tmp/b 2
 		on=$(direct_pm /tmp/a /tmp/b)
@@ -921,7 +944,7 @@ if want recycle-context; then
 	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
 	fixture_up frag_pool=0 linear=0 || bad "fixture_up"
 	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
-	recycle_flood /tmp/a /tmp/b 1
+	flood_until_known
 	gt "$(val recycle.tracked_known)" 0 "owner known before the context checks"
 	for how in process bh; do
 		echo 100 >$FX/hold
@@ -965,7 +988,7 @@ if want recycle-teardown; then
 	for i in 1 2 3 4 5 6; do
 		fixture_up frag_pool=$((i % 2)) linear=0 || { bad "$i: fixture_up"; continue; }
 		blackhole_up ppf0 ppf1 $BLACKHOLE
-		drop_flood 1
+		flood_until_known
 		gt "$(val recycle.tracked_known)" 0 "$i: owner learned"
 		drop_flood 3 &
 		fp=$!
@@ -1070,7 +1093,11 @@ if want recycle-ppnapi; then
 			blackhole_up ppf0 ppf1 $BLACKHOLE
 			for m in observe on; do
 				echo $m >$P/recycle
-				drop_flood 1
+				if [ $m = on ] && [ $ppn = 0 ]; then
+					flood_until_known
+				else
+					drop_flood 1
+				fi
 				recycle_flood /tmp/a /tmp/b 2
 				pm=$(direct_pm /tmp/a /tmp/b)
 				own=$(delta recycle.direct /tmp/a /tmp/b)
@@ -1086,7 +1113,7 @@ if want recycle-ppnapi; then
 		fixture_up frag_pool=0 linear=0 || bad "withdraw: fixture_up"
 		blackhole_up ppf0 ppf1 $BLACKHOLE
 		echo on >$P/recycle
-		drop_flood 1
+		flood_until_known
 		recycle_flood /tmp/a /tmp/b 1
 		gt "$(direct_pm /tmp/a /tmp/b)" 900 "before withdraw: direct puts per mille"
 		echo 1 >/sys/kernel/debug/ppcoal_fixture/withdraw || bad "withdraw"
@@ -1124,7 +1151,7 @@ if want recycle-veth-xdp; then
 		blackhole_up vxa vxb 198.20.0.77
 		for m in observe on; do
 			echo $m >$P/recycle
-			drop_flood 1 198.20.0.77
+			if [ $m = on ]; then flood_until_known 198.20.0.77; else drop_flood 1 198.20.0.77; fi
 			snap /tmp/a
 			drop_flood 2 198.20.0.77
 			sleep 0.3
