@@ -155,26 +155,24 @@ if want differential; then
 	ppcoal_load coalesce=off recycle=off virtio=off || bad "insmod ppcoal"
 	insmod /ko/ppcoal_differential.ko || bad "insmod ppcoal_differential"
 	D=/sys/kernel/debug/ppcoal_differential
-	for seed in 1 7; do
-		echo off >$P/coalesce
-		echo "$seed $n record" >$D/run || bad "seed $seed: record"
-		r=$(cat $D/result)
-		echo "  stock: $r"
-		case "$r" in *"inflight 0"*) ;; *) bad "seed $seed stock: pages left in flight: $r" ;; esac
-		echo observe >$P/coalesce
+	# diff_run SEED COALESCE-MODE RUN-MODE: one pass with counter
+	# snapshots around it (/tmp/a, /tmp/b); its result line in $r
+	diff_run() {
+		echo "$2" >$P/coalesce
 		snap /tmp/a
-		echo "$seed $n compare" >$D/run || bad "seed $seed: compare"
+		echo "$1 $n $3" >$D/run || bad "seed $1: $3"
 		snap /tmp/b
 		r=$(cat $D/result)
-		echo "  observe: $r"
+		echo "  $2: $r"
+	}
+	for seed in 1 7; do
+		diff_run $seed off record
+		case "$r" in *"inflight 0"*) ;; *) bad "seed $seed stock: pages left in flight: $r" ;; esac
+		diff_run $seed observe compare
 		case "$r" in *"mismatches 0 allowed 0 "*"inflight 0"*) ;; *) bad "seed $seed observe differs from stock: $r" ;; esac
 		eq "$(delta coalesce.calls /tmp/a /tmp/b)" "$n" "seed $seed: every case ran through the shadow"
-		echo on >$P/coalesce
-		snap /tmp/a
-		echo "$seed $n compare-on" >$D/run || bad "seed $seed: compare-on"
-		snap /tmp/b
-		r=$(cat $D/result)
-		echo "  on ($(cat $P/clone_policy)): $r"
+		diff_run $seed on compare-on
+		echo "  (clone_policy $(cat $P/clone_policy))"
 		case "$r" in *"mismatches 0 "*"inflight 0"*) ;; *) bad "seed $seed on differs beyond what it documents: $r" ;; esac
 		allowed=$(echo "$r" | sed -n 's/.* allowed \([0-9]*\) .*/\1/p')
 		if [ "$(val recycle_target)" = napi_pp_put_page ]; then
