@@ -289,6 +289,13 @@ direct_pm() {
 	r=$(delta recycle.ring "$1" "$2")
 	echo $(((d + r) ? d * 1000 / (d + r) : 0))
 }
+# share_pm NUM DEN A B: per mille of DEN's delta that NUM's delta is
+share_pm() {
+	local n d
+	n=$(delta "$1" "$3" "$4")
+	d=$(delta "$2" "$3" "$4")
+	echo $((d ? n * 1000 / d : 0))
+}
 # peer_rx DEV: rx_packets of DEV in netns peer
 peer_rx() { "$IP" netns exec peer cat "/sys/class/net/$1/statistics/rx_packets"; }
 # fixture_held: skbs ppf1 keeps for "release"

@@ -970,7 +970,7 @@ if want recycle-context; then
 	# A full backlog drops inside ppf1's own poll: those may be direct.
 	dir=$(delta recycle.direct /tmp/a /tmp/b)
 	[ "$dir" -le $((d1 - d0)) ] || bad "RPS to CPU 1: $dir direct puts, more than the $((d1 - d0)) backlog drops in the owner's poll"
-	gt "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 1000 "RPS to CPU 1: denied as owner elsewhere"
+	gt "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 300 "RPS to CPU 1: denied as owner elsewhere"
 	check_sums /tmp/a /tmp/b
 	fixture_down || bad "pools did not drain"
 	end
@@ -1028,7 +1028,7 @@ if want recycle-many-pools; then
 	[ "$arms2" -le 2 ] || bad "learning armed $arms2 times in a second 3 s flood, the table settled"
 	gt "$(val recycle.tracked_known)" 200 "pools learned"
 	gt "$(delta recycle.owner_table_full /tmp/a /tmp/d)" 0 "pools without a slot seen"
-	gt "$(delta recycle.direct /tmp/c /tmp/d)" 1000 "known pools recycle directly"
+	gt "$(delta recycle.direct /tmp/c /tmp/d)" 300 "known pools recycle directly"
 	echo "METRIC $(uname -r) recycle-many-pools known=$(val recycle.tracked_known) arms=$arms1/$arms2 full=$(delta recycle.owner_table_full /tmp/a /tmp/d) direct=$(delta recycle.direct /tmp/c /tmp/d) ring=$(delta recycle.ring /tmp/c /tmp/d)"
 	check_sums /tmp/c /tmp/d
 	fixture_down || bad "pools did not drain"
@@ -1117,7 +1117,10 @@ if want recycle-ppnapi; then
 		echo 1 >/sys/kernel/debug/ppcoal_fixture/withdraw || bad "withdraw"
 		recycle_flood /tmp/a /tmp/b 1
 		eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "after withdraw: no direct put"
-		gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 1000 "after withdraw: not eligible"
+		# every put of the flood is denied (a slow host carries ~700 pps,
+		# so the volume floor is low and the share does the asserting)
+		gt "$(delta recycle.ring /tmp/a /tmp/b)" 300 "after withdraw: pages through the ring"
+		gt "$(share_pm recycle.deny_not_eligible recycle.ring /tmp/a /tmp/b)" 900 "after withdraw: ring puts denied as not eligible (per mille)"
 		fixture_down || bad "withdraw: pools did not drain"
 		eq "$(val recycle.tracked_known)/$(val recycle.tracked_unknown)/$(val recycle.tracked_not_eligible)" 0/0/0 "withdraw: no entry outlives the pool"
 		gt "$pm_1_observe" 900 "pp_napi=1: the kernel recycles directly (per mille)"
