@@ -1116,6 +1116,7 @@ if want recycle-ppnapi; then
 		gt "$(direct_pm /tmp/a /tmp/b)" 900 "before withdraw: direct puts per mille"
 		echo 1 >/sys/kernel/debug/ppcoal_fixture/withdraw || bad "withdraw"
 		recycle_flood /tmp/a /tmp/b 1
+		echo "METRIC $(uname -r) recycle-ppnapi withdrawn ring=$(delta recycle.ring /tmp/a /tmp/b) deny_not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b) direct=$(delta recycle.direct /tmp/a /tmp/b)"
 		eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "after withdraw: no direct put"
 		# every put of the flood is denied (a slow host carries ~700 pps,
 		# so the volume floor is low and the share does the asserting)
