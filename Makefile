@@ -11,7 +11,7 @@ module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) PPCOAL_TESTS=1 clean
+	$(MAKE) -C $(KDIR) M=$(CURDIR) PPCOAL_TESTS=$(if $(wildcard tests/modules),1) clean
 
 .PHONY: all module clean
 
@@ -20,3 +20,10 @@ demo:
 	scripts/ppcoal-demo
 
 .PHONY: demo
+
+# ppcoal-dkms_VERSION_all.deb in this directory (needs debhelper, dh-dkms);
+# built from a copy of the tracked files, so the tree stays clean.
+deb:
+	scripts/ppcoal-mkdeb $(CURDIR)
+
+.PHONY: deb
