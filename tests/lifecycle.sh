@@ -40,6 +40,7 @@ umount_root() {
 	R=""
 }
 trap umount_root EXIT
+trap 'umount_root; exit 1' INT TERM
 
 # in_root LOG CMD...: run CMD in the root, output appended to LOG
 in_root() {

@@ -12,6 +12,8 @@
 #   deb12     Debian 12 stock (bookworm + bookworm-security, host apt)
 #   deb12bpo  bookworm-backports (headers extracted into the cache; built with host gcc-12)
 #   deb13     Debian 13 stock (headers need gcc-14: built inside a trixie chroot)
+#   deb12cloud  Debian 12's cloud-amd64 flavour (same source as deb12; headers
+#             extracted into the cache, built with host gcc-12)
 #
 # Environment:
 #   PPCOAL_CACHE      cache root (default /var/cache/ppcoal)
@@ -26,19 +28,25 @@ PPCOAL_CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
 # The mirror named in the machine's apt sources (a local mirror or proxy
 # works); never a host name written here.
 PPCOAL_MIRROR=${PPCOAL_MIRROR:-$("$PPCOAL_REPO/scripts/ppcoal-verify-kernel" --mirror 2>/dev/null || true)}
-PPCOAL_KERNEL_IDS="deb12 deb12bpo deb13"
+PPCOAL_KERNEL_IDS="deb12 deb12bpo deb13 deb12cloud"
 
 # Fallbacks used only when the version cannot be resolved from apt metadata.
 declare -A PPCOAL_KVER_FALLBACK=(
 	[deb12]=6.1.0-57-amd64
 	[deb12bpo]=6.12.95+deb12-amd64
 	[deb13]=6.12.117+deb13-amd64
+	[deb12cloud]=6.1.0-57-cloud-amd64
 )
 # Which suite resolves the version ("host" = the machine's own bookworm sources).
 declare -A PPCOAL_KSUITE=(
 	[deb12]=host
 	[deb12bpo]=bookworm-backports
 	[deb13]=trixie
+	[deb12cloud]=host
+)
+# The headers meta package whose dependency names the current release.
+declare -A PPCOAL_KMETA=(
+	[deb12cloud]=linux-headers-cloud-amd64
 )
 
 log() { printf '[ppcoal] %s\n' "$*" >&2; }
@@ -145,24 +153,25 @@ declare -A _kver_cache=()
 
 # kernel_version ID -> kernel release, e.g. 6.1.0-57-amd64
 kernel_version() {
-	local id=$1 suite v="" var
+	local id=$1 suite v="" var meta
 	check_id "$id"
 	if [ -n "${_kver_cache[$id]:-}" ]; then
 		printf '%s\n' "${_kver_cache[$id]}"
 		return 0
 	fi
+	meta=${PPCOAL_KMETA[$id]:-linux-headers-amd64}
 	var="PPCOAL_KVER_$id"
 	if [ -n "${!var:-}" ]; then
 		v=${!var}
 	else
 		suite=${PPCOAL_KSUITE[$id]}
 		if [ "$suite" = host ]; then
-			if ! apt-cache show linux-headers-amd64 >/dev/null 2>&1; then host_apt_update; fi
-			v=$(apt-cache -o Dir::State::status=/dev/null depends linux-headers-amd64 2>/dev/null |
+			if ! apt-cache show "$meta" >/dev/null 2>&1; then host_apt_update; fi
+			v=$(apt-cache -o Dir::State::status=/dev/null depends "$meta" 2>/dev/null |
 				_dep_of 'linux-headers-' | sed 's/^linux-headers-//') || true
 		else
 			papt_ensure_lists "$suite" || true
-			v=$(papt "$suite" apt-cache depends linux-headers-amd64 2>/dev/null |
+			v=$(papt "$suite" apt-cache depends "$meta" 2>/dev/null |
 				_dep_of 'linux-headers-' | sed 's/^linux-headers-//') || true
 		fi
 		if [ -z "$v" ]; then
@@ -197,7 +206,7 @@ kernel_kdir() {
 	v=$(kernel_version "$id")
 	case "$id" in
 	deb12) printf '/usr/src/linux-headers-%s\n' "$v" ;;
-	deb12bpo) printf '%s/hdr/usr/src/linux-headers-%s\n' "$(kernel_dir "$id")" "$v" ;;
+	deb12bpo | deb12cloud) printf '%s/hdr/usr/src/linux-headers-%s\n' "$(kernel_dir "$id")" "$v" ;;
 	deb13) printf '/usr/src/linux-headers-%s\n' "$v" ;;
 	esac
 }
@@ -257,26 +266,35 @@ prepare_kdir_deb12() {
 	host_apt_install "linux-headers-$v"
 }
 
-# deb12bpo: the headers package depends on the kernel image, so it is not
-# dpkg-installed on the host: the three debs are extracted into the cache and
-# the one absolute path (the amd64 Makefile's include of -common) is fixed.
-prepare_kdir_deb12bpo() {
-	local v abi kd hdr p deb
-	v=$(kernel_version deb12bpo)
-	abi=$(kernel_abi "$v")
-	kd=$(kernel_dir deb12bpo)
+# deb12bpo, deb12cloud: the headers are not dpkg-installed on the host
+# (backports' depend on the image; installing the cloud flavour's would run
+# the host's dkms hooks): the headers deb and the linux-headers-*-common and
+# linux-kbuild-* debs it depends on are extracted into the cache, and the one
+# absolute path (the flavour Makefile's include of -common) is fixed.
+prepare_kdir_extracted() {
+	local id=$1 v kd hdr p deb suite deps
+	v=$(kernel_version "$id")
+	kd=$(kernel_dir "$id")
 	hdr=$kd/hdr
+	suite=${PPCOAL_KSUITE[$id]}
 	[ -f "$kd/.hdr-ready" ] && return 0
 	host_apt_install gcc-12 make libelf-dev pahole xz-utils
 	rm -rf "$hdr"
 	mkdir -p "$hdr"
-	for p in "linux-headers-$v" "linux-headers-$abi-common" "linux-kbuild-$abi"; do
-		deb=$(fetch_deb bookworm-backports "$p")
+	deb=$(fetch_deb "$suite" "linux-headers-$v")
+	dpkg-deb -x "$deb" "$hdr"
+	deps=$(dpkg-deb -f "$deb" Depends | tr ',' '\n' |
+		sed -n 's/^ *\(linux-\(headers\|kbuild\)-[^ ]*\).*/\1/p')
+	[ -n "$deps" ] || die "linux-headers-$v names no -common or kbuild package"
+	for p in $deps; do
+		deb=$(fetch_deb "$suite" "$p")
 		dpkg-deb -x "$deb" "$hdr"
 	done
 	sed -i "s|include /usr/src/|include $hdr/usr/src/|" "$hdr/usr/src/linux-headers-$v/Makefile"
 	touch "$kd/.hdr-ready"
 }
+prepare_kdir_deb12bpo() { prepare_kdir_extracted deb12bpo; }
+prepare_kdir_deb12cloud() { prepare_kdir_extracted deb12cloud; }
 
 # deb13: a minimal trixie chroot with gcc-14; the header debs are extracted
 # into it (installing them with dpkg would pull in the kernel image).
