@@ -15,6 +15,7 @@
 #   lifecycle-SUITE-unsupported  linux-headers-rt-amd64: apt exits 0, one line
 #                                explains, no module
 #   lifecycle-SUITE-cloud        linux-headers-cloud-amd64: built automatically
+#   lifecycle-SUITE-remove-headers  purging the cloud and rt headers succeeds
 #   lifecycle-SUITE-purge        apt purge ppcoal-dkms: nothing left in /usr/src,
 #                                /var/lib/dkms, /lib/modules or /etc/kernel
 set -uo pipefail
@@ -167,7 +168,17 @@ for suite in "$@"; do
 		fi
 	fi
 
-	# 5. purge: nothing left behind
+	# 5. removing kernel headers (supported and not) with ppcoal installed
+	kc=$(abi_of linux-headers-cloud-amd64)
+	kr=$(abi_of linux-headers-rt-amd64)
+	if ! in_root "$log" apt-get purge -y linux-headers-cloud-amd64 "linux-headers-$kc" \
+		linux-headers-rt-amd64 "linux-headers-$kr"; then
+		echo "FAIL $t-remove-headers: apt purge of the cloud and rt headers exited non-zero (log: $log)"
+	else
+		echo "PASS $t-remove-headers"
+	fi
+
+	# 6. purge: nothing left behind
 	if ! in_root "$log" apt-get purge -y ppcoal-dkms; then
 		echo "FAIL $t-purge: apt purge ppcoal-dkms exited non-zero (log: $log)"
 	else
