@@ -5,13 +5,13 @@ KVER ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KVER)/build
 
 all:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) PPCOAL_TESTS=1 modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) PPCOAL_TEST_MODULES=1 modules
 
 module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) PPCOAL_TESTS=$(if $(wildcard tests/modules),1) clean
+	$(MAKE) -C $(KDIR) M=$(CURDIR) PPCOAL_TEST_MODULES=$(if $(wildcard tests/modules),1) clean
 
 .PHONY: all module clean
 

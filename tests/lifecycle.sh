@@ -48,7 +48,7 @@ in_root() {
 	local log=$1
 	shift
 	echo "# $*" >>"$log"
-	chroot "$R" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 \
+	chroot "$R" env -i DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 HOME=/root \
 		PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@" >>"$log" 2>&1
 }
 
