@@ -15,6 +15,7 @@
 #   lifecycle-SUITE-unsupported  linux-headers-rt-amd64: apt exits 0, one line
 #                                explains, no module
 #   lifecycle-SUITE-cloud        linux-headers-cloud-amd64: built automatically
+#                                (the same checks as -headers)
 #   lifecycle-SUITE-remove-headers  purging the cloud and rt headers succeeds
 #   lifecycle-SUITE-purge        apt purge ppcoal-dkms: nothing left in /usr/src,
 #                                /var/lib/dkms, /lib/modules or /etc/kernel
@@ -59,6 +60,41 @@ ko_of() { ls "$R/lib/modules/$1/updates/dkms/"ppcoal.ko* 2>/dev/null | head -n 1
 abi_of() {
 	chroot "$R" dpkg-query -W -f '${Depends}' "$1" 2>/dev/null |
 		tr ',' '\n' | sed -n 's/^ *linux-headers-\([0-9][^ ]*\).*/\1/p' | head -n 1
+}
+
+# headers_built NAME META: install the headers meta package META; the hook
+# must build and install ppcoal for its kernel: modinfo name and vermagic,
+# signed when dkms has a MOK key, the hook's line in the apt output
+headers_built() {
+	local name=$1 meta=$2 mark k ko why=""
+	mark=$(wc -l <"$log")
+	if ! in_root "$log" apt-get install -y "$meta"; then
+		echo "FAIL $t-$name: apt install $meta exited non-zero (log: $log)"
+		return
+	fi
+	k=$(abi_of "$meta")
+	ko=$(ko_of "$k")
+	if [ -z "$ko" ]; then
+		why="no ppcoal.ko in /lib/modules/$k/updates/dkms"
+	else
+		ko=${ko#"$R"}
+		[ "$(chroot "$R" modinfo -F name "$ko")" = ppcoal ] || why="modinfo -F name is not ppcoal"
+		case $(chroot "$R" modinfo -F vermagic "$ko") in
+		"$k "*) ;;
+		*) why="vermagic is not $k" ;;
+		esac
+		if [ -f "$R/var/lib/dkms/mok.key" ] && [ -z "$(chroot "$R" modinfo -F signer "$ko")" ]; then
+			why="dkms has a MOK key but the module is not signed"
+		fi
+	fi
+	tail -n +"$mark" "$log" | grep -q "ppcoal-dkms: ppcoal $ver built and installed for $k" ||
+		why="${why:+$why; }the hook's line is missing from the apt output"
+	if [ -n "$why" ]; then
+		echo "FAIL $t-$name: $k: $why (log: $log)"
+		return
+	fi
+	echo "PASS $t-$name"
+	echo "  $suite: $k: signer $(chroot "$R" modinfo -F signer "$ko" | sed 's/^$/none/')" >&2
 }
 
 for suite in "$@"; do
@@ -111,34 +147,7 @@ for suite in "$@"; do
 	fi
 
 	# 2. the stock kernel's headers: built by the hook
-	mark=$(wc -l <"$log")
-	if ! in_root "$log" apt-get install -y linux-headers-amd64; then
-		echo "FAIL $t-headers: apt install linux-headers-amd64 exited non-zero (log: $log)"
-	else
-		k=$(abi_of linux-headers-amd64)
-		ko=$(ko_of "$k")
-		why=""
-		[ -n "$ko" ] || why="no ppcoal.ko in /lib/modules/$k/updates/dkms"
-		if [ -z "$why" ]; then
-			[ "$(chroot "$R" modinfo -F name "${ko#"$R"}")" = ppcoal ] || why="modinfo -F name is not ppcoal"
-			case $(chroot "$R" modinfo -F vermagic "${ko#"$R"}") in
-			"$k "*) ;;
-			*) why="vermagic is not $k" ;;
-			esac
-			if [ -f "$R/var/lib/dkms/mok.key" ] &&
-				[ -z "$(chroot "$R" modinfo -F signer "${ko#"$R"}")" ]; then
-				why="dkms has a MOK key but the module is not signed"
-			fi
-		fi
-		tail -n +"$mark" "$log" | grep -q "ppcoal-dkms: ppcoal $ver built and installed for $k" ||
-			why="${why:+$why; }the hook's line is missing from the apt output"
-		if [ -z "$why" ]; then
-			echo "PASS $t-headers"
-			echo "  $suite: $k: $(chroot "$R" modinfo -F signer "${ko#"$R"}" | sed 's/^$/unsigned/')" >&2
-		else
-			echo "FAIL $t-headers: $k: $why (log: $log)"
-		fi
-	fi
+	headers_built headers linux-headers-amd64
 
 	# 3. an unsupported flavour: apt succeeds, one line, no module
 	mark=$(wc -l <"$log")
@@ -156,17 +165,7 @@ for suite in "$@"; do
 	fi
 
 	# 4. a new supported ABI (the cloud flavour): built automatically
-	mark=$(wc -l <"$log")
-	if ! in_root "$log" apt-get install -y linux-headers-cloud-amd64; then
-		echo "FAIL $t-cloud: apt install linux-headers-cloud-amd64 exited non-zero (log: $log)"
-	else
-		k=$(abi_of linux-headers-cloud-amd64)
-		if [ -z "$(ko_of "$k")" ]; then
-			echo "FAIL $t-cloud: no ppcoal.ko for $k (log: $log)"
-		else
-			echo "PASS $t-cloud"
-		fi
-	fi
+	headers_built cloud linux-headers-cloud-amd64
 
 	# 5. removing kernel headers (supported and not) with ppcoal installed
 	kc=$(abi_of linux-headers-cloud-amd64)

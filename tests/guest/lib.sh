@@ -289,6 +289,17 @@ direct_pm() {
 	r=$(delta recycle.ring "$1" "$2")
 	echo $(((d + r) ? d * 1000 / (d + r) : 0))
 }
+# diff_pass PATH DIR SEED MODE RUN-MODE: one pass of a differential test
+# module (debugfs DIR) over $n cases with ppcoal's PATH in MODE, counter
+# snapshots around it (/tmp/a, /tmp/b); its result line in $r
+diff_pass() {
+	echo "$4" >"$P/$1"
+	snap /tmp/a
+	echo "$3 $n $5" >"$2/run" || bad "seed $3: $5"
+	snap /tmp/b
+	r=$(cat "$2/result")
+	echo "  $4: $r"
+}
 # share_pm NUM DEN A B: per mille of DEN's delta that NUM's delta is
 share_pm() {
 	local n d

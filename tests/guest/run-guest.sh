@@ -155,16 +155,7 @@ if want differential; then
 	ppcoal_load coalesce=off recycle=off virtio=off || bad "insmod ppcoal"
 	insmod /ko/ppcoal_differential.ko || bad "insmod ppcoal_differential"
 	D=/sys/kernel/debug/ppcoal_differential
-	# diff_run SEED COALESCE-MODE RUN-MODE: one pass with counter
-	# snapshots around it (/tmp/a, /tmp/b); its result line in $r
-	diff_run() {
-		echo "$2" >$P/coalesce
-		snap /tmp/a
-		echo "$1 $n $3" >$D/run || bad "seed $1: $3"
-		snap /tmp/b
-		r=$(cat $D/result)
-		echo "  $2: $r"
-	}
+	diff_run() { diff_pass coalesce $D "$@"; }
 	for seed in 1 7; do
 		diff_run $seed off record
 		case "$r" in *"inflight 0"*) ;; *) bad "seed $seed stock: pages left in flight: $r" ;; esac
@@ -185,6 +176,49 @@ if want differential; then
 		echo "METRIC $(uname -r) differential seed=$seed cases=$n on_allowed=$allowed"
 	done
 	rmmod ppcoal_differential || bad "rmmod ppcoal_differential"
+	rmmod ppcoal || bad "rmmod ppcoal"
+	end
+	cleanup
+fi
+
+# The recycle path's differential (issue 14.1): ppcoal_recycle_diff frees
+# the same seeded page-pool skbs (pool kinds, 6.12 pools with and without
+# .napi, process / bh / inside the pools' own NAPI poll, shared pages)
+# through the stock free (recycle=off), the shadow (observe) and on, and
+# compares where every page went (allocation cache, ring, released).
+if want recycle-differential; then
+	begin recycle-differential
+	n=$(karg rdiffcases 100000)
+	ppcoal_load coalesce=off recycle=off virtio=off || bad "insmod ppcoal"
+	insmod /ko/ppcoal_recycle_diff.ko || bad "insmod ppcoal_recycle_diff"
+	RD=/sys/kernel/debug/ppcoal_recycle_diff
+	rdiff_run() { diff_pass recycle $RD "$@"; }
+	for seed in 3 11; do
+		rdiff_run $seed off record
+		case "$r" in *"inflight 0"*) ;; *) bad "seed $seed stock: pages left in flight: $r" ;; esac
+		rdiff_run $seed observe compare
+		case "$r" in *"mismatches 0 allowed 0 inflight 0"*) ;; *) bad "seed $seed observe differs from stock: $r" ;; esac
+		gt "$(delta recycle.calls /tmp/a /tmp/b)" $((n * 2)) "seed $seed: the cases' pages went through the shadow"
+		if [ "$(val recycle_target)" = napi_pp_put_page ]; then
+			gt "$(delta recycle.upstream_direct /tmp/a /tmp/b)" 0 "seed $seed: the kernel's own direct recycling (pool with .napi, in its poll) was compared"
+		fi
+		# not audited: on must be stock exactly
+		rdiff_run $seed on compare-on
+		case "$r" in *"mismatches 0 allowed 0 inflight 0"*) ;; *) bad "seed $seed on (driver not audited) differs from stock: $r" ;; esac
+		eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "seed $seed on, not audited: no direct put"
+	done
+	# audited by the administrator: on may differ only by direct puts in
+	# the owner's poll, each counted
+	echo observe >$P/recycle
+	echo ppcoal_recycle_diff >$P/recycle_drivers || bad "recycle_drivers"
+	rdiff_run 3 off record
+	rdiff_run 3 on compare-on
+	case "$r" in *"mismatches 0 "*"inflight 0"*) ;; *) bad "seed 3 on (audited) differs beyond what it documents: $r" ;; esac
+	allowed=$(echo "$r" | sed -n 's/.* allowed \([0-9]*\) .*/\1/p')
+	echo "METRIC $(uname -r) recycle-differential cases=$n on_audited_allowed=$allowed direct=$(delta recycle.direct /tmp/a /tmp/b) learned=$(delta recycle.owners_learned /tmp/a /tmp/b)"
+	echo observe >$P/recycle
+	echo "" >$P/recycle_drivers
+	rmmod ppcoal_recycle_diff || bad "rmmod ppcoal_recycle_diff"
 	rmmod ppcoal || bad "rmmod ppcoal"
 	end
 	cleanup

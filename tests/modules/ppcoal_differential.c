@@ -42,6 +42,7 @@
 #include <net/page_pool.h>
 #endif
 #include "ppf_pool_count.h"
+#include "ppt_diffrun.h"
 
 #define PPD_MAX_CASES	200000
 #define PPD_PAGES	(2 * MAX_SKB_FRAGS + 2)
@@ -71,9 +72,8 @@ struct ppd_shape {
 static struct page_pool *ppd_pool_whole, *ppd_pool_frag;
 static struct ppd_outcome *ppd_rec;
 static unsigned int ppd_nrec;
-static DEFINE_MUTEX(ppd_lock);
-static char ppd_result[512];
 static struct dentry *ppd_dir;
+static struct ppt_diffrun ppd_dr;	/* run and result, below */
 
 static u64 ppd_rnd;
 
@@ -414,47 +414,18 @@ static int ppd_run(u64 seed, unsigned int n, const char *mode)
 	}
 	if (record)
 		ppd_nrec = n;
-	snprintf(ppd_result, sizeof(ppd_result),
+	snprintf(ppd_dr.result, sizeof(ppd_dr.result),
 		 "%s cases %u mismatches %u allowed %u skipped %u inflight %ld%s%s\n",
 		 mode, n, mism, allowed, skipped, ppd_inflight(),
 		 first[0] ? " first: " : "", first);
-	pr_info("%s", ppd_result);
+	pr_info("%s", ppd_dr.result);
 	return 0;
 }
 
-static ssize_t ppd_run_write(struct file *file, const char __user *ubuf,
-			     size_t len, loff_t *ppos)
-{
-	char buf[64], mode[16];
-	unsigned int n;
-	u64 seed;
-	int ret;
-
-	if (len >= sizeof(buf))
-		return -EINVAL;
-	if (copy_from_user(buf, ubuf, len))
-		return -EFAULT;
-	buf[len] = '\0';
-	if (sscanf(buf, "%llu %u %15s", &seed, &n, mode) != 3)
-		return -EINVAL;
-	mutex_lock(&ppd_lock);
-	ret = ppd_run(seed, n, mode);
-	mutex_unlock(&ppd_lock);
-	return ret ?: len;
-}
-
-static const struct file_operations ppd_run_fops = {
-	.write = ppd_run_write,
+static struct ppt_diffrun ppd_dr = {
+	.lock = __MUTEX_INITIALIZER(ppd_dr.lock),
+	.run = ppd_run,
 };
-
-static int ppd_result_show(struct seq_file *m, void *v)
-{
-	mutex_lock(&ppd_lock);
-	seq_puts(m, ppd_result);
-	mutex_unlock(&ppd_lock);
-	return 0;
-}
-DEFINE_SHOW_ATTRIBUTE(ppd_result);
 
 static int __init ppd_init(void)
 {
@@ -478,9 +449,7 @@ static int __init ppd_init(void)
 		goto free;
 	}
 #endif
-	ppd_dir = debugfs_create_dir("ppcoal_differential", NULL);
-	debugfs_create_file("run", 0200, ppd_dir, NULL, &ppd_run_fops);
-	debugfs_create_file("result", 0444, ppd_dir, NULL, &ppd_result_fops);
+	ppd_dir = ppt_diffrun_create("ppcoal_differential", &ppd_dr);
 	return 0;
 free:
 	vfree(ppd_rec);
