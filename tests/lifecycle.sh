@@ -7,18 +7,20 @@
 # Per suite, in a root made by mmdebstrap from the mirror of the host's apt
 # sources (cached as a tarball under $PPCOAL_CACHE/roots; downloaded .debs
 # are kept there too):
-#   lifecycle-SUITE-install      apt install ./ppcoal-dkms_*.deb: sources in
-#                                /usr/src, registered with dkms
-#   lifecycle-SUITE-headers      linux-headers-amd64 afterwards: the kernel hook
-#                                builds and installs the module (modinfo; signed
-#                                when dkms has a MOK key)
+#   lifecycle-SUITE-install      linux-headers-amd64, then apt install
+#                                ./ppcoal-dkms_*.deb: registered with dkms, built
+#                                for that kernel (modinfo name and vermagic;
+#                                signed when dkms has a MOK key)
 #   lifecycle-SUITE-unsupported  linux-headers-rt-amd64: apt exits 0, one line
 #                                explains, no module
-#   lifecycle-SUITE-cloud        linux-headers-cloud-amd64: built automatically
-#                                (the same checks as -headers)
-#   lifecycle-SUITE-remove-headers  purging the cloud and rt headers succeeds
+#   lifecycle-SUITE-cloud        linux-headers-cloud-amd64: built by the kernel hook
+#   lifecycle-SUITE-upgrade      the package reinstalled: built again for both
+#   lifecycle-SUITE-kernel-removal  /etc/kernel/prerm.d/dkms for both kernels
+#                                (linux-image's prerm), then headers: built again
+#   lifecycle-SUITE-remove       apt remove (hooks stay as conffiles): headers
+#                                install exits 0, builds nothing
 #   lifecycle-SUITE-purge        apt purge ppcoal-dkms: nothing left in /usr/src,
-#                                /var/lib/dkms, /lib/modules or /etc/kernel
+#                                /var/lib/dkms, /lib/modules, /usr/lib or /etc/kernel
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
@@ -38,11 +40,16 @@ umount_root() {
 	for m in var/cache/apt/archives dev/pts dev sys proc; do
 		mountpoint -q "$R/$m" && umount -l "$R/$m"
 	done
-	rm -rf "$R"
+	# never walk into the host's /dev or the shared cache
+	if findmnt -R "$R" >/dev/null 2>&1; then
+		echo "lifecycle: $R still has mounts; left in place" >&2
+	else
+		rm -rf --one-file-system "$R"
+	fi
 	R=""
 }
 trap umount_root EXIT
-trap 'umount_root; exit 1' INT TERM
+trap 'umount_root; exit 1' HUP INT TERM
 
 # in_root LOG CMD...: run CMD in the root, output appended to LOG
 in_root() {
@@ -62,17 +69,11 @@ abi_of() {
 		tr ',' '\n' | sed -n 's/^ *linux-headers-\([0-9][^ ]*\).*/\1/p' | head -n 1
 }
 
-# headers_built NAME META: install the headers meta package META; the hook
-# must build and install ppcoal for its kernel: modinfo name and vermagic,
-# signed when dkms has a MOK key, the hook's line in the apt output
-headers_built() {
-	local name=$1 meta=$2 mark k ko why=""
-	mark=$(wc -l <"$log")
-	if ! in_root "$log" apt-get install -y "$meta"; then
-		echo "FAIL $t-$name: apt install $meta exited non-zero (log: $log)"
-		return
-	fi
-	k=$(abi_of "$meta")
+# module_why K MARK: empty when ppcoal is built and installed for kernel K
+# (modinfo name and vermagic, signed when dkms has a MOK key) and the
+# hook's line for K is in the log after line MARK; else what is wrong
+module_why() {
+	local k=$1 mark=$2 ko why=""
 	ko=$(ko_of "$k")
 	if [ -z "$ko" ]; then
 		why="no ppcoal.ko in /lib/modules/$k/updates/dkms"
@@ -89,12 +90,12 @@ headers_built() {
 	fi
 	tail -n +"$mark" "$log" | grep -q "ppcoal-dkms: ppcoal $ver built and installed for $k" ||
 		why="${why:+$why; }the hook's line is missing from the apt output"
-	if [ -n "$why" ]; then
-		echo "FAIL $t-$name: $k: $why (log: $log)"
-		return
-	fi
-	echo "PASS $t-$name"
-	echo "  $suite: $k: signer $(chroot "$R" modinfo -F signer "$ko" | sed 's/^$/none/')" >&2
+	echo "$why"
+}
+
+# report NAME WHY: PASS when WHY is empty
+report() {
+	if [ -z "$2" ]; then echo "PASS $t-$1"; else echo "FAIL $t-$1: $2 (log: $log)"; fi
 }
 
 for suite in "$@"; do
@@ -134,20 +135,26 @@ for suite in "$@"; do
 		continue
 	fi
 
-	# 1. the package
-	if ! in_root "$log" apt-get install -y "/tmp/$debname"; then
-		echo "FAIL $t-install: apt install ./$debname exited non-zero (log: $log)"
+	# 1. the stock kernel's headers, before the package
+	if ! in_root "$log" apt-get install -y linux-headers-amd64; then
+		echo "FAIL $t-install: apt install linux-headers-amd64 (before ppcoal) exited non-zero (log: $log)"
 		umount_root
 		continue
-	elif [ ! -f "$R/usr/src/ppcoal-$ver/dkms.conf" ] ||
-		! chroot "$R" dkms status -m ppcoal | grep -q "ppcoal/$ver"; then
-		echo "FAIL $t-install: sources not in /usr/src/ppcoal-$ver or not registered with dkms (log: $log)"
-	else
-		echo "PASS $t-install"
 	fi
+	ks=$(abi_of linux-headers-amd64)
 
-	# 2. the stock kernel's headers: built by the hook
-	headers_built headers linux-headers-amd64
+	# 2. the package: registered, and built for the kernel already there
+	mark=$(wc -l <"$log")
+	if ! in_root "$log" apt-get install -y "/tmp/$debname"; then
+		report install "apt install ./$debname exited non-zero"
+		umount_root
+		continue
+	fi
+	why=$(module_why "$ks" "$mark")
+	[ -f "$R/usr/src/ppcoal-$ver/dkms.conf" ] && chroot "$R" dkms status -m ppcoal | grep -q "ppcoal/$ver" ||
+		why="${why:+$why; }sources not in /usr/src/ppcoal-$ver or not registered with dkms"
+	report install "$why"
+	[ -n "$why" ] || echo "  $suite: $ks: signer $(chroot "$R" modinfo -F signer "$(ko_of "$ks" | sed "s|^$R||")" | sed 's/^$/none/')" >&2
 
 	# 3. an unsupported flavour: apt succeeds, one line, no module
 	mark=$(wc -l <"$log")
@@ -164,25 +171,63 @@ for suite in "$@"; do
 		fi
 	fi
 
-	# 4. a new supported ABI (the cloud flavour): built automatically
-	headers_built cloud linux-headers-cloud-amd64
-
-	# 5. removing kernel headers (supported and not) with ppcoal installed
-	kc=$(abi_of linux-headers-cloud-amd64)
-	kr=$(abi_of linux-headers-rt-amd64)
-	if ! in_root "$log" apt-get purge -y linux-headers-cloud-amd64 "linux-headers-$kc" \
-		linux-headers-rt-amd64 "linux-headers-$kr"; then
-		echo "FAIL $t-remove-headers: apt purge of the cloud and rt headers exited non-zero (log: $log)"
+	# 4. a new supported ABI (the cloud flavour): built by the kernel hook
+	mark=$(wc -l <"$log")
+	if ! in_root "$log" apt-get install -y linux-headers-cloud-amd64; then
+		report cloud "apt install linux-headers-cloud-amd64 exited non-zero"
 	else
-		echo "PASS $t-remove-headers"
+		kc=$(abi_of linux-headers-cloud-amd64)
+		report cloud "$(module_why "$kc" "$mark")"
+	fi
+	kc=$(abi_of linux-headers-cloud-amd64)
+
+	# 5. upgrade (reinstall): the old prerm removes every build, the new
+	# postinst builds for every kernel with headers again
+	mark=$(wc -l <"$log")
+	if ! in_root "$log" apt-get install -y --reinstall "/tmp/$debname"; then
+		report upgrade "apt install --reinstall ./$debname exited non-zero"
+	else
+		why=$(module_why "$ks" "$mark")
+		why2=$(module_why "$kc" "$mark")
+		report upgrade "$why${why2:+; $why2}"
 	fi
 
-	# 6. purge: nothing left behind
+	# 6. kernels removed (what linux-image-*'s prerm runs): bookworm's
+	# prerm.d/dkms drops the dkms registration with the last kernel built;
+	# headers installed later must still get the module
+	chroot "$R" /etc/kernel/prerm.d/dkms "$kc" >>"$log" 2>&1
+	chroot "$R" /etc/kernel/prerm.d/dkms "$ks" >>"$log" 2>&1
+	mark=$(wc -l <"$log")
+	if ! in_root "$log" apt-get install -y --reinstall "linux-headers-$kc"; then
+		report kernel-removal "apt install --reinstall linux-headers-$kc exited non-zero"
+	else
+		report kernel-removal "$(module_why "$kc" "$mark")"
+	fi
+
+	# 7. removed, not purged (the /etc hooks stay): a kernel's headers
+	# install succeeds and builds nothing
+	if ! in_root "$log" apt-get remove -y ppcoal-dkms; then
+		report remove "apt remove ppcoal-dkms exited non-zero"
+	else
+		mark=$(wc -l <"$log")
+		if ! in_root "$log" apt-get install -y --reinstall "linux-headers-$kc"; then
+			report remove "with ppcoal-dkms removed, apt install --reinstall linux-headers-$kc exited non-zero"
+		elif [ -n "$(ko_of "$kc")" ] || tail -n +"$mark" "$log" | grep -q "^ppcoal-dkms:"; then
+			report remove "with ppcoal-dkms removed, the hook still ran or a module is left for $kc"
+		else
+			report remove ""
+		fi
+	fi
+
+	# 8. purge: nothing left behind
 	if ! in_root "$log" apt-get purge -y ppcoal-dkms; then
 		echo "FAIL $t-purge: apt purge ppcoal-dkms exited non-zero (log: $log)"
 	else
-		left=$(cd "$R" && ls -d usr/src/ppcoal-* var/lib/dkms/ppcoal etc/kernel/*/ppcoal-dkms \
-			usr/share/ppcoal lib/modules/*/updates/dkms/ppcoal.ko* 2>/dev/null | tr '\n' ' ')
+		left="cannot look into the root"
+		[ -d "$R/usr" ] &&
+			left=$(cd "$R" && ls -d usr/src/ppcoal-* var/lib/dkms/ppcoal etc/kernel/*/ppcoal-dkms \
+				usr/share/ppcoal usr/lib/ppcoal-dkms lib/modules/*/updates/dkms/ppcoal.ko* \
+				2>/dev/null | tr '\n' ' ')
 		if [ -n "$left" ]; then
 			echo "FAIL $t-purge: left behind: $left(log: $log)"
 		else

@@ -319,14 +319,6 @@ nomem:
 }
 
 /* One field of two outcomes: its name when they differ. */
-static const char *ppd_cmp(const char *name, long a, long b, long *x, long *y)
-{
-	if (a == b)
-		return NULL;
-	*x = a;
-	*y = b;
-	return name;
-}
 
 static const char *ppd_diff(const struct ppd_outcome *a,
 			    const struct ppd_outcome *b, long *x, long *y)
@@ -335,19 +327,19 @@ static const char *ppd_diff(const struct ppd_outcome *a,
 	const char *f;
 	int i;
 
-	f = ppd_cmp("ret", a->ret, b->ret, x, y) ?:
-	    ppd_cmp("fragstolen", a->stolen, b->stolen, x, y) ?:
-	    ppd_cmp("delta", a->delta, b->delta, x, y) ?:
-	    ppd_cmp("len", a->len, b->len, x, y) ?:
-	    ppd_cmp("data_len", a->data_len, b->data_len, x, y) ?:
-	    ppd_cmp("truesize", a->truesize, b->truesize, x, y) ?:
-	    ppd_cmp("nr_frags", a->nr_frags, b->nr_frags, x, y) ?:
-	    ppd_cmp("pfmemalloc", a->pfmemalloc, b->pfmemalloc, x, y) ?:
-	    ppd_cmp("flags", a->flags, b->flags, x, y);
+	f = ppt_cmp("ret", a->ret, b->ret, x, y) ?:
+	    ppt_cmp("fragstolen", a->stolen, b->stolen, x, y) ?:
+	    ppt_cmp("delta", a->delta, b->delta, x, y) ?:
+	    ppt_cmp("len", a->len, b->len, x, y) ?:
+	    ppt_cmp("data_len", a->data_len, b->data_len, x, y) ?:
+	    ppt_cmp("truesize", a->truesize, b->truesize, x, y) ?:
+	    ppt_cmp("nr_frags", a->nr_frags, b->nr_frags, x, y) ?:
+	    ppt_cmp("pfmemalloc", a->pfmemalloc, b->pfmemalloc, x, y) ?:
+	    ppt_cmp("flags", a->flags, b->flags, x, y);
 	for (i = 0; !f && i < PPD_PAGES; i++)
-		f = ppd_cmp(page_field[0], a->ref[i], b->ref[i], x, y) ?:
-		    ppd_cmp(page_field[1], a->ppref[i], b->ppref[i], x, y) ?:
-		    ppd_cmp(page_field[2], a->pp[i], b->pp[i], x, y);
+		f = ppt_cmp(page_field[0], a->ref[i], b->ref[i], x, y) ?:
+		    ppt_cmp(page_field[1], a->ppref[i], b->ppref[i], x, y) ?:
+		    ppt_cmp(page_field[2], a->pp[i], b->pp[i], x, y);
 	return f;
 }
 

@@ -258,19 +258,10 @@ static void ppr_run_ctx(unsigned int i, unsigned int end)
 static const char *ppr_diff(const struct ppr_outcome *a,
 			    const struct ppr_outcome *b, long *x, long *y)
 {
-#define PPR_CMP(f) do {						\
-		if (a->f != b->f) {				\
-			*x = a->f;				\
-			*y = b->f;				\
-			return #f;				\
-		}						\
-	} while (0)
-	PPR_CMP(err);
-	PPR_CMP(cached);
-	PPR_CMP(ring);
-	PPR_CMP(release);
-	return NULL;
-#undef PPR_CMP
+	return ppt_cmp("err", a->err, b->err, x, y) ?:
+	       ppt_cmp("cached", a->cached, b->cached, x, y) ?:
+	       ppt_cmp("ring", a->ring, b->ring, x, y) ?:
+	       ppt_cmp("release", a->release, b->release, x, y);
 }
 
 static int ppr_run(u64 seed, unsigned int n, const char *mode)

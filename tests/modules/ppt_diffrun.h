@@ -14,8 +14,8 @@
 #include <linux/uaccess.h>
 
 struct ppt_diffrun {
-	struct mutex lock;
-	/* under lock; writes result */
+	struct mutex lock;	/* one run at a time; result read whole */
+	/* called under lock; writes result */
 	int (*run)(u64 seed, unsigned int n, const char *mode);
 	char result[512];
 };
@@ -57,6 +57,17 @@ static int ppt_result_show(struct seq_file *m, void *v)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(ppt_result);
+
+/* NAME when stock's A and the shadow's B differ (kept in X, Y), else NULL. */
+static inline const char *ppt_cmp(const char *name, long a, long b,
+				  long *x, long *y)
+{
+	if (a == b)
+		return NULL;
+	*x = a;
+	*y = b;
+	return name;
+}
 
 /* The module's directory DIR under debugfs, with run and result. */
 static inline struct dentry *ppt_diffrun_create(const char *dir,
