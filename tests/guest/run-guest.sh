@@ -1152,9 +1152,9 @@ if want recycle-ppnapi; then
 		recycle_flood /tmp/a /tmp/b 1
 		echo "METRIC $(uname -r) recycle-ppnapi withdrawn ring=$(delta recycle.ring /tmp/a /tmp/b) deny_not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b) direct=$(delta recycle.direct /tmp/a /tmp/b)"
 		eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "after withdraw: no direct put"
-		# every put of the flood is denied (a slow host carries ~700 pps,
-		# so the volume floor is low and the share does the asserting)
-		gt "$(delta recycle.ring /tmp/a /tmp/b)" 300 "after withdraw: pages through the ring"
+		# every put of the flood is denied; the window carried 512..3584
+		# pages here and 768 on a slower host: a low floor, the share asserts
+		gt "$(delta recycle.ring /tmp/a /tmp/b)" 50 "after withdraw: pages through the ring"
 		gt "$(share_pm recycle.deny_not_eligible recycle.ring /tmp/a /tmp/b)" 900 "after withdraw: ring puts denied as not eligible (per mille)"
 		fixture_down || bad "withdraw: pools did not drain"
 		eq "$(val recycle.tracked_known)/$(val recycle.tracked_unknown)/$(val recycle.tracked_not_eligible)" 0/0/0 "withdraw: no entry outlives the pool"
