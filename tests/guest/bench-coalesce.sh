@@ -4,7 +4,10 @@
 # received skb, TCP at several message sizes; coalesce off / observe / on in
 # rotating order, plus observe without the tap (the ceiling).
 # Prints "BENCH kind mode rep value": tcp_mbps_LEN, okpm_LEN (coalesce
-# successes per mille of calls), rcvpm_LEN (TCPRcvCoalesce per mille InSegs).
+# successes per mille of calls), rcvpm_LEN (TCPRcvCoalesce per mille InSegs),
+# and around each run the marks of the insncount QEMU plugin
+# ("PPCOAL-INSNWIN tcpLEN-mode/rep segments": instructions per TCP segment
+# received, data and ACKs, both ends' work included: scripts/ppcoal-bench).
 # Mode "on" is clone_policy=detach on 6.1 (upstream on 6.12), mode "refuse"
 # is on with clone_policy=refuse (6.1, the default there; 6.12: "legacy",
 # the pre-6.8 refusal): the pair is what the default policy is chosen from.
@@ -30,9 +33,12 @@ one() { # one MODE LEN REP TAP
 	snap /tmp/a
 	s0=$(tcp_insegs)
 	c0=$(ns TCPRcvCoalesce)
+	insnmark
 	iperf $secs -l "$2" >/dev/null || echo "BENCH-ERROR iperf3"
+	insnmark
 	c1=$(ns TCPRcvCoalesce)
 	s1=$(tcp_insegs)
+	echo "PPCOAL-INSNWIN tcp$2-$1/$3 $((s1 - s0))"
 	snap /tmp/b
 	[ "$4" = 1 ] && { kill $tp; wait $tp; }
 	mbps=$(iperf_mbps)

@@ -16,12 +16,24 @@
 # pause, then the measured flood. In "on" also the counters that explain a
 # run (learning arms, owners learnt, deny reasons) and whether the learning
 # probes were still armed when it began.
-# Prints "BENCH kind mode rep value" lines.
+# Prints "BENCH kind mode rep value" lines, and around each measured flood
+# the marks of the insncount QEMU plugin ("PPCOAL-INSNWIN kind-mode/rep
+# packets": instructions per packet received, scripts/ppcoal-bench).
 . /tests/lib.sh
 bench_init 5
 secs=3
 echo 0 >/proc/sys/net/core/skb_defer_max
 net_up >/dev/null 2>&1
+
+# The senders; with MARK=mark the flood is an instruction window (the
+# flood tool marks its own, so no process start or exit is in it)
+MARK=""
+drop_sender() { udpflood $BLACKHOLE 9 "$1" 64 $MARK >/dev/null; }
+pktgen_sender() {
+	[ -z "$MARK" ] || insnmark
+	pktgen_flood "$@"
+	[ -z "$MARK" ] || insnmark
+}
 
 # run KIND MODE REP SENDER...: one measured run of SENDER SECS (a warm-up
 # flood, a pause, the flood measured), its BENCH lines
@@ -36,11 +48,14 @@ run() {
 	sleep 2
 	snap /tmp/a
 	run_a=$(peer_rx ppf1)
+	MARK=mark
 	"$@" $secs
+	MARK=""
 	sleep 0.2
 	run_b=$(peer_rx ppf1)
 	snap /tmp/b
 	echo "BENCH ${run_k}_pps$sfx $run_m $run_r $(((run_b - run_a) / secs))"
+	echo "PPCOAL-INSNWIN ${run_k}$sfx-$run_m/$run_r $((run_b - run_a))"
 	[ "$run_m" = off ] || echo "BENCH ${run_k}_direct_pm$sfx $run_m $run_r $(direct_pm /tmp/a /tmp/b)"
 	[ "$run_m" = on ] || return 0
 	echo "BENCH ${run_k}_armed_at_start$sfx $run_m $run_r $([ "$(val recycle.learning /tmp/a)" = armed ] && echo 1 || echo 0)"
@@ -61,7 +76,7 @@ for irq in 0 200; do
 	while [ $r -lt "$reps" ]; do
 		for m in $(mode_order $r); do
 			echo $m >$P/recycle
-			run drop $m $r drop_flood
+			run drop $m $r drop_sender
 			if [ $irq = 0 ]; then
 				iperf $secs -l 256 >/dev/null || echo "BENCH-ERROR iperf3"
 				echo "BENCH tcp_mbps_256 $m $r $(iperf_mbps)"
@@ -81,7 +96,7 @@ for irq in 0 200; do
 			while [ $r -lt "$reps" ]; do
 				for m in $(mode_order $r); do
 					echo $m >$P/recycle
-					run xdp $m $r pktgen_flood ppf0 "$mac1"
+					run xdp $m $r pktgen_sender ppf0 "$mac1"
 				done
 				r=$((r + 1))
 			done

@@ -1,7 +1,7 @@
 #!/bin/sh
 # ppcoal guest tests: run by /init inside the QEMU guest.
 # Kernel command line: ppcoal.tests=a,b selects tests (default: all but the
-# ones that need their own boot).
+# ones that need their own boot and those of ppcoal.skip=c,d).
 . /tests/lib.sh
 
 grep -q "ppcoal.demo=1" /proc/cmdline && exec /tests/demo.sh
@@ -17,15 +17,17 @@ grep -q "ppcoal.bench=micro" /proc/cmdline && exec /tests/bench-micro.sh
 echo 0 >/proc/sys/net/core/skb_defer_max
 
 sel=$(sed -n 's/.*ppcoal\.tests=\([^ ]*\).*/\1/p' /proc/cmdline)
+skip=$(sed -n 's/.*ppcoal\.skip=\([^ ]*\).*/\1/p' /proc/cmdline)
 want() {
 	if [ -z "$sel" ]; then
 		case " $SEPARATE " in *" $1 "*) return 1 ;; esac
+		case ",$skip," in *",$1,"*) return 1 ;; esac
 		return 0
 	fi
 	case ",$sel," in *",$1,"*) return 0 ;; *) return 1 ;; esac
 }
 # Tests that need a boot of their own (selected by name only).
-SEPARATE="lockdown-boot"
+SEPARATE="lockdown-boot insn-plugin insn-recycle"
 
 cleanup() {
 	traffic_stop 2>/dev/null
@@ -1210,6 +1212,68 @@ if want recycle-veth-xdp; then
 	fi
 	end
 	cleanup
+fi
+
+# Instruction counts (own boot, "insn": QEMU runs the insncount plugin).
+# Each window is "insnmark; WORK; insnmark", then a PPCOAL-INSNWIN line
+# naming it and its units; the host pairs the lines with the plugin's marks
+# and evaluates the PPCOAL-INSNCHECK lines (tests/vm/insn-windows.sh).
+insn_check() { echo "PPCOAL-INSNCHECK $*"; }
+
+# The plugin counts what the loops execute: 2 instructions a turn, or 3 of
+# which one locked (tests/tools/insnmark.c); a window also holds the
+# interrupts it took, a few per mille of 10^7 turns.
+if want insn-plugin; then
+	begin insn-plugin
+	for r in 0 1 2; do
+		insnmark loop 10000000 || bad "insnmark loop"
+		echo "PPCOAL-INSNWIN calib-loop/$r 10000000"
+		insnmark lockloop 10000000 || bad "insnmark lockloop"
+		echo "PPCOAL-INSNWIN calib-lockloop/$r 10000000"
+	done
+	insn_check insn-loop range calib-loop insns 2 2.1
+	insn_check insn-loop-locked range calib-loop locked 0 0.01
+	insn_check insn-lockloop range calib-lockloop insns 3 3.15
+	insn_check insn-lockloop-locked range calib-lockloop locked 1 1.01
+	end
+fi
+
+# The recycle path in the case it exists for: 64-byte UDP dropped inside
+# ppf1's poll (a poll per frame), one buffer per page, instructions per
+# packet received in off / observe / on, three interleaved repetitions of a
+# 1-2 s flood (the flood tool marks its own window, so the window holds no
+# process start or exit) after a 2 s warm-up (in "on" the owner is learnt
+# there). A
+# direct put skips the pool ring's producer lock: "on" must execute fewer
+# locked instructions per packet than "off"; each mode's instruction count
+# must repeat within 2%, the premise of measuring in instructions.
+if want insn-recycle; then
+	begin insn-recycle
+	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
+	fixture_up frag_pool=0 linear=0 irq_usecs=0 || bad "fixture_up"
+	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
+	for r in 0 1 2; do
+		for m in $(mode_order $r); do
+			echo $m >$P/recycle || bad "recycle=$m"
+			drop_flood 2
+			sleep 1
+			snap /tmp/a
+			a=$(peer_rx ppf1)
+			udpflood $BLACKHOLE 9 2 64 mark >/dev/null
+			b=$(peer_rx ppf1)
+			snap /tmp/b
+			echo "PPCOAL-INSNWIN drop-$m/$r $((b - a))"
+			gt $((b - a)) 1000 "$m/$r: packets received"
+			[ $m != on ] || gt "$(direct_pm /tmp/a /tmp/b)" 900 "on/$r: direct puts per mille"
+		done
+	done
+	insn_check insn-recycle-locked less drop-on drop-off locked 0.3
+	for m in off observe on; do
+		insn_check insn-recycle-spread-$m spread drop-$m insns 2
+	done
+	fixture_down || bad "pools did not drain"
+	ppcoal_unload
+	end
 fi
 
 # ppcoal-ab, the iperf3 A/B benchmark tool (tests/guest/test-ab.sh)

@@ -36,6 +36,11 @@ ab_test() {
 	eq "$(grep -c '"median": {"A": {"mbps": [0-9.]*, "pps": null}, "B": {"mbps": [0-9.]*, "pps": null}}' $ab_j)" 2 "ab.json: medians"
 	eq "$(grep -c '"change_pct": {"mbps": -*[0-9.]*, "pps": null}, "pair_change_pct": {"min": ' $ab_j)" 2 "ab.json: changes"
 	eq "$(grep -c '"counters": {"A": {"coalesce_calls": ' $ab_j)" 2 "ab.json: counters"
+	# a pair range that crosses zero, and only such a range, is inside the noise
+	eq "$(awk '/"pair_change_pct"/ { s = $0; sub(/.*"min": /, "", s); lo = s + 0; sub(/.*"max": /, "", s); hi = s + 0; want = (lo <= 0 && hi >= 0) ? "true" : "false"; next }
+		/"inside_noise"/ { n++; if ($2 != want ",") bad++ } END { print n + 0, bad + 0 }' $ab_j)" "2 0" "ab.json: inside_noise where the pairs disagree in sign"
+	eq "$(awk '/^ +(256|1024) +[0-9]/ { r = $NF == "noise" ? $(NF - 3) : $NF; split(r, p, /%\.\./); lo = p[1] + 0; hi = p[2] + 0
+		if ((lo <= 0 && hi >= 0) != ($NF == "noise")) bad++ } END { print bad + 0 }' /tmp/ab.out)" 0 "table: inside the noise where the pairs disagree in sign"
 	eq "$(grep -c '{"rep": [12], "side": "[AB]", "mode": "o[nf]*", "mbps": ' $ab_j)" 8 "ab.json: runs"
 	awk '{ o += gsub(/[{[]/, "&"); c += gsub(/[]}]/, "&") } END { exit o != c || o == 0 }' $ab_j ||
 		bad "ab.json: brackets do not balance"

@@ -4,9 +4,12 @@
  * can for SECONDS, as the 2021 page_to_skb measurement did (to a port
  * nobody listens on: the receiver counts and drops).
  *
- *   udpflood ADDR PORT SECONDS [PAYLOAD_BYTES]
+ *   udpflood ADDR PORT SECONDS [PAYLOAD_BYTES [mark]]
  *
- * Prints "udpflood: sent N datagrams".
+ * Prints "udpflood: sent N datagrams". With "mark" it executes the marker
+ * of the insncount QEMU plugin (tests/tools/insnmark.c) right before the
+ * first datagram and right after the last, so that an instruction window
+ * holds the flood and not the start and exit of this process.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,10 +26,10 @@ int main(int argc, char **argv)
 	unsigned long long sent = 0;
 	size_t len = 18;
 	time_t end;
-	int fd;
+	int fd, mark;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s ADDR PORT SECONDS [PAYLOAD_BYTES]\n", argv[0]);
+		fprintf(stderr, "usage: %s ADDR PORT SECONDS [PAYLOAD_BYTES [mark]]\n", argv[0]);
 		return 2;
 	}
 	if (argc > 4)
@@ -37,6 +40,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "udpflood: bad address %s\n", argv[1]);
 		return 2;
 	}
+	mark = argc > 5 && strcmp(argv[5], "mark") == 0;
 	to.sin_port = htons(atoi(argv[2]));
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
@@ -44,6 +48,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	end = time(NULL) + atoi(argv[3]);
+	if (mark)
+		asm volatile("xchg %%bx, %%bx" ::: "memory");
 	while (time(NULL) < end) {
 		int i;
 
@@ -51,6 +57,8 @@ int main(int argc, char **argv)
 			if (send(fd, buf, len, 0) >= 0)
 				sent++;
 	}
+	if (mark)
+		asm volatile("xchg %%bx, %%bx" ::: "memory");
 	printf("udpflood: sent %llu datagrams\n", sent);
 	return 0;
 }

@@ -4,10 +4,10 @@
 #   tests/vm/boot.sh ID INITRD LOG [extra kernel cmdline...]
 #
 # Exit status: QEMU's (0 after poweroff or a reboot/panic with -no-reboot),
-# 124 when PPCOAL_BOOT_TIMEOUT (default 1200 s) expired.
+# 124 when PPCOAL_BOOT_TIMEOUT (kernels.sh sets the default) expired.
 #
 # Environment:
-#   PPCOAL_BOOT_TIMEOUT  hard timeout in seconds (default 1200)
+#   PPCOAL_BOOT_TIMEOUT  hard timeout in seconds (default: kernels.sh)
 #   PPCOAL_QEMU_EXTRA    extra QEMU arguments (word-split)
 #   PPCOAL_NIC_OPTS      appended to both virtio-net-pci devices, e.g. ",mrg_rxbuf=off"
 #   PPCOAL_QEMU_SMP / PPCOAL_QEMU_MEM  (default 2 / 1G)
@@ -37,7 +37,7 @@ mkdir -p "$(dirname "$logf")"
 rc=0
 # --foreground keeps QEMU in our process group, so a Ctrl-C or a kill of the
 # whole test run also ends it; the trap covers a kill of this script alone.
-timeout --foreground -k 10 "${PPCOAL_BOOT_TIMEOUT:-1200}" \
+timeout --foreground -k 10 "$PPCOAL_BOOT_TIMEOUT" \
 	qemu-system-x86_64 \
 	-accel "${PPCOAL_QEMU_ACCEL:-tcg,thread=single}" -cpu max \
 	-smp "${PPCOAL_QEMU_SMP:-2}" -m "${PPCOAL_QEMU_MEM:-1G}" \

@@ -29,6 +29,9 @@ PPCOAL_CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
 # works); never a host name written here.
 PPCOAL_MIRROR=${PPCOAL_MIRROR:-$("$PPCOAL_REPO/scripts/ppcoal-verify-kernel" --mirror 2>/dev/null || true)}
 PPCOAL_KERNEL_IDS="deb12 deb12bpo deb13 deb12cloud"
+# The hard limit of one guest boot (boot.sh), exported so that parse-log.sh
+# names the limit that applied. A boot of the suite should need half of it.
+export PPCOAL_BOOT_TIMEOUT=${PPCOAL_BOOT_TIMEOUT:-1200}
 
 # Fallbacks used only when the version cannot be resolved from apt metadata.
 declare -A PPCOAL_KVER_FALLBACK=(
@@ -89,15 +92,18 @@ host_apt_install() {
 # Never touches the machine's own sources, lists or package cache.
 papt_dir() { printf '%s/apt/%s\n' "$PPCOAL_CACHE" "$1"; }
 
+# papt_setup SUITE: a private list of SUITE's binary packages; SUITE-src: of
+# its source packages (deb-src).
 papt_setup() {
-	local suite=$1 d
+	local suite=${1%-src} type=deb d
+	[ "$suite" = "$1" ] || type=deb-src
 	[ -n "$PPCOAL_MIRROR" ] || die "no Debian mirror in /etc/apt/sources.list or /etc/apt/sources.list.d/*.sources; add one or set PPCOAL_MIRROR"
-	d=$(papt_dir "$suite")
+	d=$(papt_dir "$1")
 	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/etc"
-	printf 'deb %s %s main\n' "$PPCOAL_MIRROR" "$suite" >"$d/etc/sources.list.new"
+	printf '%s %s %s main\n' "$type" "$PPCOAL_MIRROR" "$suite" >"$d/etc/sources.list.new"
 	if ! cmp -s "$d/etc/sources.list.new" "$d/etc/sources.list" 2>/dev/null; then
 		mv "$d/etc/sources.list.new" "$d/etc/sources.list"
-		rm -f "$d/lists/"*_Packages* "$d/lists/"*Release*
+		rm -f "$d/lists/"*_Packages* "$d/lists/"*_Sources* "$d/lists/"*Release*
 	else
 		rm -f "$d/etc/sources.list.new"
 	fi
@@ -130,8 +136,8 @@ papt_ensure_lists() {
 	local suite=$1 d age max=${PPCOAL_APT_MAX_AGE:-7}
 	papt_setup "$suite"
 	d=$(papt_dir "$suite")
-	if ls "$d/lists/"*_Packages* >/dev/null 2>&1; then
-		age=$(find "$d/lists" -maxdepth 1 -name '*_Packages*' -mtime "+$max" | wc -l)
+	if compgen -G "$d/lists/*_Packages*" >/dev/null || compgen -G "$d/lists/*_Sources*" >/dev/null; then
+		age=$(find "$d/lists" -maxdepth 1 \( -name '*_Packages*' -o -name '*_Sources*' \) -mtime "+$max" | wc -l)
 		[ "$age" -eq 0 ] && return 0
 		log "private apt lists for $suite older than $max days: refreshing"
 		papt "$suite" apt-get update -qq >&2 || log "WARNING: apt-get update for $suite failed, using old lists"
@@ -447,6 +453,40 @@ dkms_build() {
 	ls "$out"/*.ko >/dev/null 2>&1 || { log "dkms produced no module in $tree"; return 1; }
 }
 
+# ------------------------------------------------------ QEMU's TCG plugin
+
+# insn_plugin_build: build tests/plugin/insncount.c (instruction counts,
+# tests/vm/insn-windows.sh) against the plugin API header of the installed
+# QEMU's own Debian source, fetched through a private deb-src list of the
+# host's mirror (cached per QEMU version); prints the plugin's path.
+insn_plugin_build() {
+	local ver codename dir tmp so
+	ver=$(dpkg-query -W -f '${source:Version}' qemu-system-x86 2>/dev/null) ||
+		die "qemu-system-x86 is not installed (apt-get install qemu-system-x86)"
+	dir=$PPCOAL_CACHE/qemu-plugin/${ver//:/_}
+	so=$dir/insncount.so
+	if [ ! -f "$dir/qemu-plugin.h" ]; then
+		codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+		tmp=$(mktemp -d)
+		papt_ensure_lists "$codename-src" >&2
+		if ! (cd "$tmp" && papt "$codename-src" apt-get source -qq --download-only "qemu=$ver" >&2); then
+			rm -rf "$tmp"
+			die "cannot download Debian's source of qemu $ver (deb-src $PPCOAL_MIRROR $codename main): the TCG plugin header (include/qemu/qemu-plugin.h) comes from it"
+		fi
+		# apt checked the files against the signed Sources list
+		dpkg-source -x "$tmp"/qemu_*.dsc "$tmp/q" >/dev/null 2>&1 ||
+			{ rm -rf "$tmp"; die "dpkg-source -x of qemu $ver failed"; }
+		mkdir -p "$dir"
+		cp "$tmp/q/include/qemu/qemu-plugin.h" "$dir/qemu-plugin.h"
+		rm -rf "$tmp"
+	fi
+	if [ ! -f "$so" ] || [ "$PPCOAL_REPO/tests/plugin/insncount.c" -nt "$so" ]; then
+		gcc -O2 -Wall -Wextra -Werror -shared -fPIC -I "$dir" \
+			-o "$so.new" "$PPCOAL_REPO/tests/plugin/insncount.c" >&2 && mv "$so.new" "$so"
+	fi
+	echo "$so"
+}
+
 # --------------------------------------------------------------------- CLI
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
@@ -461,6 +501,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	modroot) kernel_modroot "$2" ;;
 	build) [ $# -eq 3 ] || die "usage: $0 build ID OUTDIR"; kernel_prepare "$2"; build_modules "$2" "$3" ;;
 	dkms) [ $# -eq 3 ] || die "usage: $0 dkms ID OUTDIR"; kernel_prepare "$2"; dkms_build "$2" "$3" ;;
-	*) die "usage: $0 prepare|version|kdir|vmlinuz|modroot|build|dkms ID [OUTDIR]" ;;
+	insn-plugin) insn_plugin_build ;;
+	*) die "usage: $0 prepare|version|kdir|vmlinuz|modroot|build|dkms ID [OUTDIR] | insn-plugin" ;;
 	esac
 fi

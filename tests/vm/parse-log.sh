@@ -38,7 +38,7 @@ if clean | grep -q 'PPCOAL-DONE'; then
 	echo "PASS $prefix:boot"
 else
 	if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
-		why="timeout (qemu killed after ${PPCOAL_BOOT_TIMEOUT:-600} s)"
+		why="timeout (qemu killed after PPCOAL_BOOT_TIMEOUT=${PPCOAL_BOOT_TIMEOUT:-?} s)"
 	elif p=$(clean | grep -m1 'Kernel panic' || true) && [ -n "$p" ]; then
 		why="panic: ${p#*] }"
 	elif [ -n "$first_splat" ]; then
