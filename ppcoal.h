@@ -22,6 +22,18 @@ enum ppc_mode {
 	PPC_NR_MODES
 };
 
+/*
+ * The same modes named by their words, in the same order from the same
+ * table (PPC_MODE_W_off == PPC_MODE_OFF, ...): the PPC_PATH table gives
+ * each path's default mode as a word.
+ */
+enum ppc_mode_word {
+#define PPC_MODE(id, word) \
+	PPC_MODE_W_##word,
+#include "ppcoal_tables.h"
+#undef PPC_MODE
+};
+
 enum ppc_path {
 #define PPC_PATH(id, ...) \
 	PPC_PATH_##id,

@@ -98,7 +98,7 @@ static const struct {
 	void (*forget)(void);
 	int (*set_on)(bool on);
 } ppc_path_ops[PPC_NR_PATHS] = {
-#define PPC_PATH(id, n, on, d, res, fgt, seton) \
+#define PPC_PATH(id, n, on, d, dflt, res, fgt, seton) \
 	[PPC_PATH_##id] = { .resolve = res, .forget = fgt, .set_on = seton },
 #include "ppcoal_tables.h"
 #undef PPC_PATH
@@ -371,6 +371,27 @@ static void ppc_set_reason(enum ppc_path path, const struct ppc_hook *h,
 			 "%s cannot be hooked (%d)", h->symbol, err);
 }
 
+/*
+ * A path whose shadow was not verified against this kernel's Debian
+ * source stays off for the module's life (accept_unverified is load-time
+ * only): say so once, at load, for every such path whatever its mode, so
+ * that stats show it before anyone asks for "on".
+ */
+static bool ppc_refuse_unverified(enum ppc_path path)
+{
+	struct ppc_path_status *st = &ppc_status[path];
+
+	if (ppc_path_verified(path) || accept_unverified)
+		return false;
+	if (!st->reason[0]) {
+		snprintf(st->reason, sizeof(st->reason),
+			 "not verified for Debian %s (see README)", ppc_debver);
+		pr_warn("%s: unavailable: not verified for Debian %s; the path stays off, the others keep working. Check the kernel with scripts/ppcoal-verify-kernel %s, or load ppcoal with accept_unverified=1 at your own risk\n",
+			ppc_path_name(path), ppc_debver, ppc_debver);
+	}
+	return true;
+}
+
 /**
  * ppc_path_attach() - attach every hook of a path
  * @path: the path
@@ -392,15 +413,11 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 	lockdep_assert_held(&ppc_lock);
 	if (ppc_dying)
 		return -ESHUTDOWN;
+	/* the reason was set, and said in dmesg, at load: it never changes */
+	if (ppc_refuse_unverified(path))
+		return -EPERM;
 	st->reason[0] = '\0';
 	st->waiting = false;
-	if (!ppc_path_verified(path) && !accept_unverified) {
-		snprintf(st->reason, sizeof(st->reason),
-			 "not verified for Debian %s (see README)", ppc_debver);
-		pr_warn("%s: unavailable: not verified for Debian %s; the path stays off, the others keep working. Check the kernel with scripts/ppcoal-verify-kernel %s, or load ppcoal with accept_unverified=1 at your own risk\n",
-			ppc_path_name(path), ppc_debver, ppc_debver);
-		return -EPERM;
-	}
 	for (h = ppc_next_armed(path, PPC_ARM_PATH, NULL); h;
 	     h = ppc_next_armed(path, PPC_ARM_PATH, h)) {
 		if (h->attached || h->tp_reg)
@@ -688,6 +705,8 @@ int ppc_engine_init(void)
 	if (accept_unverified)
 		pr_warn("accept_unverified=1: paths attach on Debian %s whether verified or not, at the administrator's risk\n",
 			ppc_debver);
+	for (i = 0; i < PPC_NR_PATHS; i++)
+		ppc_refuse_unverified(i);
 	for (i = 0; i < PPC_NR_HOOKS; i++)
 		if (ppc_hooks[i].replacement)
 			ppc_hooks[i].ops.func = ppc_redirect;

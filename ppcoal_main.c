@@ -59,7 +59,10 @@ static const char * const ppc_counter_names[PPC_NR_COUNTERS] = {
 
 /* Written only under ppc_lock; the datapath reads it with READ_ONCE. */
 enum ppc_mode ppc_mode[PPC_NR_PATHS] = {
-	[0 ... PPC_NR_PATHS - 1] = PPC_MODE_ON,
+#define PPC_PATH(id, n, on, d, dflt, ...) \
+	[PPC_PATH_##id] = (enum ppc_mode)PPC_MODE_W_##dflt,
+#include "ppcoal_tables.h"
+#undef PPC_PATH
 };
 
 static bool ppc_ready;		/* init done: mode writes act at once */
@@ -179,12 +182,13 @@ static const struct kernel_param_ops ppc_path_param_ops = {
 	.get = ppc_param_get_path,
 };
 
+/* the defaults: the PPC_PATH table (README Parameters) */
 module_param_cb(coalesce, &ppc_path_param_ops, (void *)PPC_PATH_COALESCE, 0644);
-MODULE_PARM_DESC(coalesce, "shadow skb_try_coalesce: off, observe or on (default on)");
+MODULE_PARM_DESC(coalesce, "shadow skb_try_coalesce: off, observe or on");
 module_param_cb(recycle, &ppc_path_param_ops, (void *)PPC_PATH_RECYCLE, 0644);
-MODULE_PARM_DESC(recycle, "shadow page-pool free of skb pages: off, observe or on (default on)");
+MODULE_PARM_DESC(recycle, "shadow page-pool free of skb pages: off, observe or on");
 module_param_cb(virtio, &ppc_path_param_ops, (void *)PPC_PATH_VIRTIO, 0644);
-MODULE_PARM_DESC(virtio, "virtio_net receive build_skb -> napi_build_skb: off, observe or on (default on)");
+MODULE_PARM_DESC(virtio, "virtio_net receive build_skb -> napi_build_skb: off, observe or on");
 
 /*
  * The master switch: sets every path. Paths that cannot be attached on

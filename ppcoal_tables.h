@@ -16,20 +16,25 @@ PPC_MODE(ON, on)
 
 #ifdef PPC_PATH
 /*
- * PPC_PATH(id, name, on_means, description, resolve, forget, set_on):
+ * PPC_PATH(id, name, on_means, description, default, resolve, forget,
+ *	    set_on):
  * on_means says what "on" does beyond "observe" on this kernel family;
- * stats print it. The operations a path adds to the engine (NULL: none):
+ * stats print it. default: the mode (a word) the path has at load unless
+ * a parameter sets it; recycle's is off because its hook costs more guest
+ * instructions per packet than direct recycling saves, on both kernel
+ * families (README "recycle path"). The operations a path adds to the engine (NULL: none):
  * resolve() after its hooks resolved and before they attach (0, -ENOENT
  * when its module is gone, or -errno), forget() after they are removed,
  * set_on(on) before "on" is entered (may fail) and after it is left.
  */
 PPC_PATH(COALESCE, coalesce, PPC_COALESCE_ON_MEANS, "shadow skb_try_coalesce",
-	 NULL, NULL, NULL)
+	 on, NULL, NULL, NULL)
 PPC_PATH(RECYCLE, recycle, PPC_RECYCLE_ON_MEANS,
-	 "shadow page-pool free of skb pages", NULL, NULL, ppc_recycle_set_on)
+	 "shadow page-pool free of skb pages", off, NULL, NULL,
+	 ppc_recycle_set_on)
 PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
 	 "virtio_net receive path: build_skb becomes napi_build_skb",
-	 ppc_virtio_resolve, ppc_virtio_forget, NULL)
+	 on, ppc_virtio_resolve, ppc_virtio_forget, NULL)
 #endif
 
 #ifdef PPC_AUDITED

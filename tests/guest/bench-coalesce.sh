@@ -24,6 +24,7 @@ echo detach >$P/clone_policy 2>/dev/null && default=detach
 refuse=legacy
 echo refuse >$P/clone_policy 2>/dev/null && refuse=refuse
 echo $default >$P/clone_policy
+stallers="PruneCalled TCPRcvCollapsed RcvPruned TCPRcvQDrop TCPBacklogDrop TCPLostRetransmit TCPTimeouts TCPSlowStartRetrans TCPFastRetrans"
 one() { # one MODE LEN REP TAP
 	if [ "$4" = 1 ]; then
 		"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
@@ -33,11 +34,18 @@ one() { # one MODE LEN REP TAP
 	snap /tmp/a
 	s0=$(tcp_insegs)
 	c0=$(ns TCPRcvCoalesce)
+	for x in $stallers; do eval "x0_$x=\$(ns $x)"; done
 	insnmark
 	iperf $secs -l "$2" >/dev/null || echo "BENCH-ERROR iperf3"
 	insnmark
 	c1=$(ns TCPRcvCoalesce)
 	s1=$(tcp_insegs)
+	# what can stall a receiver: receive-queue pruning and collapsing,
+	# drops for memory, retransmissions (per mille of segments received)
+	for x in $stallers; do
+		eval "x1=\$(ns $x); x0=\$x0_$x"
+		echo "BENCH ${x}pm_$2 $1 $3 $(((s1 - s0) ? (x1 - x0) * 1000 / (s1 - s0) : 0))"
+	done
 	echo "PPCOAL-INSNWIN tcp$2-$1/$3 $((s1 - s0))"
 	snap /tmp/b
 	[ "$4" = 1 ] && { kill $tp; wait $tp; }

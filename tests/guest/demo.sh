@@ -1,48 +1,89 @@
 #!/bin/sh
 # The VM demo (make demo): ppcoal, built by dkms, on Debian 12's stock kernel.
-# The page-pool fixture with a packet tap (as NetworkManager's packet socket
-# makes the kernel clone every received skb) and the virtio NIC pair carry
-# traffic; scripts/ppcoal-ab switches ppcoal off (A) and on (B) briefly; a
-# UDP flood dropped inside the NAPI poll shows direct recycling; then the
-# counters. Short runs in an emulated guest: an illustration, not a benchmark
-# (scripts/ppcoal-bench and README "Benchmarks" are).
+# Each path in the case it exists for, its mode off (stock) and on, three
+# interleaved runs each; every run is a window of the insncount QEMU plugin
+# (the host prints guest instructions per packet from it: the measure an
+# emulated guest can resolve) and of ppcoal's counters (what the path did).
+# Throughput only through scripts/ppcoal-ab, with its spread. Short runs:
+# an illustration; scripts/ppcoal-bench and README "Benchmarks" measure.
 . /tests/lib.sh
 echo DEMO-BEGIN
 echo "kernel: $(uname -r)"
 echo 0 >/proc/sys/net/core/skb_defer_max
-insmod /ko/ppcoal.ko || { echo "insmod ppcoal failed"; echo DEMO-END; exit 0; }
-echo "ppcoal loaded, modes: coalesce=$(cat $P/coalesce) recycle=$(cat $P/recycle) virtio=$(cat $P/virtio)"
+insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off ||
+	{ echo "insmod ppcoal failed"; echo DEMO-END; exit 0; }
 net_up >/dev/null 2>&1 || { echo "virtio network setup failed"; echo DEMO-END; exit 0; }
 fixture_up frag_pool=0 linear=0 || { echo "fixture setup failed"; echo DEMO-END; exit 0; }
+blackhole_up ppf0 ppf1 $BLACKHOLE
+e1=$("$IP" netns exec peer "$IP" -o link show | awk -F': ' '$2 != "lo" && $2 !~ /^ppf/ { print $2 }' | head -n 1)
+vrx() { "$IP" netns exec peer cat /proc/net/dev | awk -v d="$e1:" '$1 == d { print $3 }'; }
+# pm N D: N per mille of D, "-" when D is 0 (ppcoal unhooked: off)
+pm() { if [ "$2" -gt 0 ]; then echo "$(($1 * 1000 / $2))"; else echo -; fi; }
+
+# win CASE MODE REP UNITS WORK...: one window, WORK between two marks
+# (udpflood ... mark marks its own flood); UNITS prints the packet count
+win() {
+	w_case=$1 w_mode=$2 w_rep=$3 w_units=$4
+	shift 4
+	snap /tmp/a
+	w_a=$($w_units)
+	case $1 in udpflood) "$@" >/dev/null ;; *) insnmark; "$@" >/dev/null; insnmark ;; esac
+	w_b=$($w_units)
+	snap /tmp/b
+	echo "PPCOAL-INSNWIN $w_case-$w_mode/$w_rep $((w_b - w_a))"
+}
+fx_rx() { peer_rx ppf1; }
+
+echo
+echo "== per run: what each path did (counters), off = stock, on = ppcoal;"
+echo "   packets: TCP segments received (both ends; virtio: by the receiving NIC) or UDP packets received;"
+echo "   in off ppcoal is unhooked and counts nothing"
+printf '%-10s %-4s %3s %10s  %s\n' case mode run packets "counters"
+for r in 0 1 2; do
+	order="off on"
+	[ $((r % 2)) = 0 ] || order="on off"
+	for m in $order; do
+		# coalesce: TCP with 256-byte messages over the fixture, a packet
+		# tap cloning every received skb (as NetworkManager's socket does)
+		echo $m >$P/coalesce
+		"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
+		tap=$!
+		sleep 0.3
+		win coalesce $m $r tcp_insegs iperf 2 -l 256
+		kill $tap
+		wait $tap 2>/dev/null
+		printf '%-10s %-4s %3s %10s  %s\n' coalesce $m $r $((w_b - w_a)) \
+			"coalesced per mille of calls: $(pm "$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)" "$(delta coalesce.calls /tmp/a /tmp/b)"), Mbit/s $(iperf_mbps)"
+		echo off >$P/coalesce
+		# recycle: 64-byte UDP dropped inside the fixture's NAPI poll
+		echo $m >$P/recycle
+		drop_flood 1
+		win recycle $m $r fx_rx udpflood $BLACKHOLE 9 2 64 mark
+		printf '%-10s %-4s %3s %10s  %s\n' recycle $m $r $((w_b - w_a)) \
+			"direct per mille of page puts: $(pm "$(delta recycle.direct /tmp/a /tmp/b)" "$(sumd /tmp/a /tmp/b recycle.direct recycle.ring)")"
+		echo off >$P/recycle
+		# virtio: TCP over the virtio NIC pair (full-sized segments, the
+		# skbs page_to_skb builds around the buffer)
+		echo $m >$P/virtio
+		TARGET=$PEER
+		win virtio $m $r vrx iperf 2
+		TARGET=$FPEER
+		printf '%-10s %-4s %3s %10s  %s\n' virtio $m $r $((w_b - w_a)) \
+			"napi_build_skb per mille of receive build_skb calls: $(pm "$(delta virtio.napi_build_skb /tmp/a /tmp/b)" "$(delta virtio.rx_build_skb /tmp/a /tmp/b)"), Mbit/s $(iperf_mbps)"
+		echo off >$P/virtio
+	done
+done
+
+echo
+echo "== ppcoal-ab: throughput, TCP over the fixture with the tap (A = off, B = on)"
+echo "   (with a packet tap TCP in this guest has runs of two to five times the work per"
+echo "   segment in every mode, off included: README Benchmarks, coalesce path)"
 "$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
 tap=$!
 sleep 0.3
-
-echo
-echo "== ppcoal-ab, TCP over the page-pool fixture with a packet tap on the receiver"
-ppcoal-ab -s "$FPEER" -l "256 1024" -n 2 -t 2 -w 1 --stat-netns peer
-echo
-echo "== ppcoal-ab, TCP over the virtio NIC pair (virtio path only)"
-ppcoal-ab -s "$PEER" -l "1024" -n 2 -t 2 -w 1 --paths virtio --stat-netns peer
+ppcoal-ab -s "$FPEER" -l "256 1024" -n 3 -t 1 -w 1 --stat-netns peer
 kill $tap
 wait $tap 2>/dev/null
-
-echo
-echo "== direct recycling: 64-byte UDP dropped inside the fixture's NAPI poll, 2 s each"
-blackhole_up ppf0 ppf1 $BLACKHOLE
-printf '%-8s %10s %12s %12s\n' recycle "rx pkt/s" direct ring
-for m in observe on; do
-	echo $m >$P/recycle
-	drop_flood 1
-	snap /tmp/a
-	a=$(peer_rx ppf1)
-	drop_flood 2
-	b=$(peer_rx ppf1)
-	snap /tmp/b
-	printf '%-8s %10s %12s %12s\n' $m $(((b - a) / 2)) \
-		"$(sumd /tmp/a /tmp/b recycle.direct recycle.upstream_direct)" \
-		"$(delta recycle.ring /tmp/a /tmp/b)"
-done
 echo
 echo "/sys/kernel/debug/ppcoal/stats:"
 cat "$S"

@@ -91,6 +91,11 @@ check_sums() {
 # ---------------------------------------------------------------------------
 if want load; then
 	begin load
+	# the defaults (README Parameters): recycle off, the others on
+	expect "insmod ppcoal" ppcoal_load
+	eq "$(cat $P/coalesce) $(cat $P/recycle) $(cat $P/virtio) $(cat $P/mode)" "on off on mixed" "default modes"
+	! hooked "$(val recycle_target)" || bad "recycle hooked while off by default"
+	expect "rmmod ppcoal" rmmod ppcoal
 	expect "insmod ppcoal mode=observe" ppcoal_load mode=observe
 	rt=$(val recycle_target)
 	for p in coalesce recycle virtio; do
