@@ -44,7 +44,7 @@ one() { # one MODE LEN REP TAP
 	# drops for memory, retransmissions (per mille of segments received)
 	for x in $stallers; do
 		eval "x1=\$(ns $x); x0=\$x0_$x"
-		echo "BENCH ${x}pm_$2 $1 $3 $(((s1 - s0) ? (x1 - x0) * 1000 / (s1 - s0) : 0))"
+		echo "BENCH ${x}pm_$2 $1 $3 $(permille $((x1 - x0)) $((s1 - s0)))"
 	done
 	echo "PPCOAL-INSNWIN tcp$2-$1/$3 $((s1 - s0))"
 	snap /tmp/b
@@ -53,8 +53,8 @@ one() { # one MODE LEN REP TAP
 	calls=$(delta coalesce.calls /tmp/a /tmp/b)
 	ok=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
 	echo "BENCH tcp_mbps_$2 $1 $3 $mbps"
-	[ "$1" = off ] || echo "BENCH okpm_$2 $1 $3 $((calls ? ok * 1000 / calls : 0))"
-	echo "BENCH rcvpm_$2 $1 $3 $(((s1 - s0) ? (c1 - c0) * 1000 / (s1 - s0) : 0))"
+	[ "$1" = off ] || echo "BENCH okpm_$2 $1 $3 $(permille "$ok" "$calls")"
+	echo "BENCH rcvpm_$2 $1 $3 $(permille $((c1 - c0)) $((s1 - s0)))"
 }
 for len in $sizes; do
 	r=0

@@ -13,23 +13,21 @@ bench_init 5
 secs=3
 echo 0 >/proc/sys/net/core/skb_defer_max
 net_up || { echo "BENCH-ERROR net"; exit 0; }
-e1=$("$IP" netns exec peer "$IP" -o link show | awk -F': ' '$2 != "lo" { print $2 }' | head -n 1)
-rxp() { "$IP" netns exec peer cat /proc/net/dev | awk -v d="$e1:" '$1 == d { print $3 }'; }
 r=0
 while [ $r -lt "$reps" ]; do
 	for m in $(mode_order $r); do
 		echo $m >$P/virtio
-		a=$(rxp)
+		a=$(virtio_rx)
 		udpflood $PEER 9 $secs 18 mark >/dev/null
 		sleep 0.2
-		b=$(rxp)
+		b=$(virtio_rx)
 		echo "BENCH udp_pps $m $r $(((b - a) / secs))"
 		echo "PPCOAL-INSNWIN udp-$m/$r $((b - a))"
-		a=$(rxp)
+		a=$(virtio_rx)
 		insnmark
 		iperf $secs >/dev/null || echo "BENCH-ERROR iperf3"
 		insnmark
-		b=$(rxp)
+		b=$(virtio_rx)
 		mbps=$(iperf_mbps)
 		echo "BENCH tcp_mbps $m $r $mbps"
 		echo "PPCOAL-INSNWIN tcp-$m/$r $((b - a))"

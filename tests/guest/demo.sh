@@ -15,10 +15,8 @@ insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off ||
 net_up >/dev/null 2>&1 || { echo "virtio network setup failed"; echo DEMO-END; exit 0; }
 fixture_up frag_pool=0 linear=0 || { echo "fixture setup failed"; echo DEMO-END; exit 0; }
 blackhole_up ppf0 ppf1 $BLACKHOLE
-e1=$("$IP" netns exec peer "$IP" -o link show | awk -F': ' '$2 != "lo" && $2 !~ /^ppf/ { print $2 }' | head -n 1)
-vrx() { "$IP" netns exec peer cat /proc/net/dev | awk -v d="$e1:" '$1 == d { print $3 }'; }
 # pm N D: N per mille of D, "-" when D is 0 (ppcoal unhooked: off)
-pm() { if [ "$2" -gt 0 ]; then echo "$(($1 * 1000 / $2))"; else echo -; fi; }
+pm() { if [ "$2" -gt 0 ]; then permille "$1" "$2"; else echo -; fi; }
 
 # win CASE MODE REP UNITS WORK...: one window, WORK between two marks
 # (udpflood ... mark marks its own flood); UNITS prints the packet count
@@ -66,7 +64,7 @@ for r in 0 1 2; do
 		# skbs page_to_skb builds around the buffer)
 		echo $m >$P/virtio
 		TARGET=$PEER
-		win virtio $m $r vrx iperf 2
+		win virtio $m $r virtio_rx iperf 2
 		TARGET=$FPEER
 		printf '%-10s %-4s %3s %10s  %s\n' virtio $m $r $((w_b - w_a)) \
 			"napi_build_skb per mille of receive build_skb calls: $(pm "$(delta virtio.napi_build_skb /tmp/a /tmp/b)" "$(delta virtio.rx_build_skb /tmp/a /tmp/b)"), Mbit/s $(iperf_mbps)"

@@ -283,11 +283,21 @@ pktgen_flood() {
 # drop_flood SECS [ADDR]: 64-byte UDP datagrams that die inside the poll
 drop_flood() { udpflood "${2:-$BLACKHOLE}" 9 "$1" 64 >/dev/null; }
 # direct_pm A B: per mille of page-pool puts that were direct (ppcoal or kernel)
+permille() { # permille N D: N per mille of D, 0 when D is 0
+	# not $((D ? N * 1000 / D : 0)): busybox ash evaluates both arms
+	# and fails with "divide by zero"
+	if [ "$2" -ne 0 ]; then echo $(($1 * 1000 / $2)); else echo 0; fi
+}
+# virtio_rx: packets received by the virtio NIC in netns peer
+virtio_rx() {
+	"$IP" netns exec peer cat /proc/net/dev |
+		awk '$1 ~ /:$/ && $1 != "lo:" && $1 !~ /^ppf/ { print $3; exit }'
+}
 direct_pm() {
 	local d r
 	d=$(sumd "$1" "$2" recycle.direct recycle.upstream_direct)
 	r=$(delta recycle.ring "$1" "$2")
-	echo $(((d + r) ? d * 1000 / (d + r) : 0))
+	permille "$d" $((d + r))
 }
 # diff_pass PATH DIR SEED MODE RUN-MODE: one pass of a differential test
 # module (debugfs DIR) over $n cases with ppcoal's PATH in MODE, counter
@@ -305,7 +315,7 @@ share_pm() {
 	local n d
 	n=$(delta "$1" "$3" "$4")
 	d=$(delta "$2" "$3" "$4")
-	echo $((d ? n * 1000 / d : 0))
+	permille "$n" "$d"
 }
 # peer_rx DEV: rx_packets of DEV in netns peer
 peer_rx() { "$IP" netns exec peer cat "/sys/class/net/$1/statistics/rx_packets"; }

@@ -677,8 +677,8 @@ if want coalesce-rate; then
 		done
 	done
 	TAPSECS=3
-	okA=$((calls_A ? ok_A * 1000 / calls_A : 0)) okB=$((calls_B ? ok_B * 1000 / calls_B : 0))
-	rcA=$((segs_A ? rcvc_A * 1000 / segs_A : 0)) rcB=$((segs_B ? rcvc_B * 1000 / segs_B : 0))
+	okA=$(permille "$ok_A" "$calls_A") okB=$(permille "$ok_B" "$calls_B")
+	rcA=$(permille "$rcvc_A" "$segs_A") rcB=$(permille "$rcvc_B" "$segs_B")
 	echo "METRIC $(uname -r) coalesce-rate A=($A) B=($B) ok_permille $okA -> $okB tcprcvcoalesce_permille $rcA -> $rcB"
 	gt "$okB" "$okA" "coalesce successes per mille of calls: B ($B) above A ($A)"
 	gt "$rcB" "$rcA" "TCPRcvCoalesce per mille of segments: B ($B) above A ($A)"
