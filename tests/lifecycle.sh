@@ -88,7 +88,7 @@ module_why() {
 			why="dkms has a MOK key but the module is not signed"
 		fi
 	fi
-	tail -n +"$mark" "$log" | grep -q "ppcoal-dkms: ppcoal $ver built and installed for $k" ||
+	tail -n +"$mark" "$log" | grep "ppcoal-dkms: ppcoal $ver built and installed for $k" >/dev/null ||
 		why="${why:+$why; }the hook's line is missing from the apt output"
 	echo "$why"
 }
@@ -151,7 +151,7 @@ for suite in "$@"; do
 		continue
 	fi
 	why=$(module_why "$ks" "$mark")
-	[ -f "$R/usr/src/ppcoal-$ver/dkms.conf" ] && chroot "$R" dkms status -m ppcoal | grep -q "ppcoal/$ver" ||
+	[ -f "$R/usr/src/ppcoal-$ver/dkms.conf" ] && chroot "$R" dkms status -m ppcoal | grep "ppcoal/$ver" >/dev/null ||
 		why="${why:+$why; }sources not in /usr/src/ppcoal-$ver or not registered with dkms"
 	report install "$why"
 	[ -n "$why" ] || echo "  $suite: $ks: signer $(chroot "$R" modinfo -F signer "$(ko_of "$ks" | sed "s|^$R||")" | sed 's/^$/none/')" >&2
@@ -164,7 +164,7 @@ for suite in "$@"; do
 		k=$(abi_of linux-headers-rt-amd64)
 		if [ -n "$(ko_of "$k")" ]; then
 			echo "FAIL $t-unsupported: a module was installed for $k (log: $log)"
-		elif ! tail -n +"$mark" "$log" | grep -q "ppcoal-dkms: no ppcoal module for $k: not a kernel ppcoal supports"; then
+		elif ! tail -n +"$mark" "$log" | grep "ppcoal-dkms: no ppcoal module for $k: not a kernel ppcoal supports" >/dev/null; then
 			echo "FAIL $t-unsupported: no explanation for $k in the apt output (log: $log)"
 		else
 			echo "PASS $t-unsupported"
@@ -212,7 +212,7 @@ for suite in "$@"; do
 		mark=$(wc -l <"$log")
 		if ! in_root "$log" apt-get install -y --reinstall "linux-headers-$kc"; then
 			report remove "with ppcoal-dkms removed, apt install --reinstall linux-headers-$kc exited non-zero"
-		elif [ -n "$(ko_of "$kc")" ] || tail -n +"$mark" "$log" | grep -q "^ppcoal-dkms:"; then
+		elif [ -n "$(ko_of "$kc")" ] || tail -n +"$mark" "$log" | grep "^ppcoal-dkms:" >/dev/null; then
 			report remove "with ppcoal-dkms removed, the hook still ran or a module is left for $kc"
 		else
 			report remove ""

@@ -76,7 +76,7 @@ host_apt_update() {
 host_apt_install() {
 	local missing=() p
 	for p in "$@"; do
-		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null; then
 			missing+=("$p")
 		fi
 	done

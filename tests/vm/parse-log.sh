@@ -34,7 +34,7 @@ clean | sed -n 's/.*PPCOAL-RESULT \(PASS\|FAIL\) \([^ ]*\) *\(.*\)$/\1 \2 \3/p' 
 
 first_splat=$(clean | grep -v 'PPCOAL-RESULT' | grep -m1 -E "$splat" || true)
 
-if clean | grep -q 'PPCOAL-DONE'; then
+if clean | grep 'PPCOAL-DONE' >/dev/null; then
 	echo "PASS $prefix:boot"
 else
 	if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
