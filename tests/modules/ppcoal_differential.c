@@ -9,9 +9,14 @@
  * frag head) or frag-only, 0..MAX_SKB_FRAGS frags; pages from a
  * one-buffer-per-page pool, (6.1) a PP_FLAG_PAGE_FRAG pool or no pool;
  * pp_recycle on either, both or none; to and/or from cloned (some clones
- * freed before the call), frag_list on either, SHARED_FRAG on from.
- * Zerocopy and pfmemalloc pages are not generated (they need a ubuf_info
- * or memory reserves).
+ * freed before the call), frag_list on either, SHARED_FRAG on from;
+ * zerocopy on either (a ubuf_info of this module's, attached as
+ * skb_zcopy_set() does after any cloning, since skb_clone() would copy
+ * the frags of a zerocopy skb); pfmemalloc pages (the case's pages from
+ * the page allocator marked as the allocator marks a page taken from the
+ * reserves, so build_skb() and skb_add_rx_frag() propagate it; the head
+ * of from can be such a page, stolen by a coalesce) and from->pfmemalloc
+ * set as a reserve-backed kmalloc head sets it.
  *
  * The guest drives it through debugfs, writing "SEED N MODE" to run: with
  * MODE "record" every case runs and its outcome is kept; with "compare" the
@@ -22,7 +27,8 @@
  * comparisons). An outcome: the return value, fragstolen, delta_truesize,
  * to's len, data_len, truesize, nr_frags, pfmemalloc and shinfo flags, and
  * for every page involved the change of its refcount and page-pool count
- * and whether it is still a page-pool page. After each case everything is
+ * and whether it is still a page-pool page, and the references left on
+ * the zerocopy ubuf_info once everything is freed. After each case everything is
  * freed as TCP frees it; the pools must end with no page in flight.
  * Reading .../result gives "cases N mismatches M allowed A inflight I"
  * and the first mismatch (seed, case, shape, field, both values).
@@ -51,7 +57,7 @@
 struct ppd_outcome {
 	s8 ret, stolen;
 	s16 nr_frags;
-	u8 pfmemalloc, flags;
+	u8 pfmemalloc, flags, zc_left;
 	s32 delta, len, data_len, truesize;
 	s8 ref[PPD_PAGES];	/* page refcount change */
 	s8 ppref[PPD_PAGES];	/* page-pool count change */
@@ -62,10 +68,12 @@ struct ppd_outcome {
 struct ppd_shape {
 	u8 to_pp, from_pp;	/* pp_recycle */
 	u8 to_kind, from_kind;	/* page source: 0 none, 1 whole pool, 2 frag pool */
-	u8 from_head;		/* 0 linear kmalloc, 1 head_frag, 2 frag-only */
+	u8 from_head;		/* 0 kmalloc, 1 head_frag, 2 frag-only, 3 page head */
 	u8 to_frags, from_frags;
 	u8 to_cloned, from_cloned, clone_freed;
 	u8 to_fraglist, from_fraglist, shared_frag;
+	u8 to_zcopy, from_zcopy;
+	u8 pfm_pages, from_pfm;	/* allocator pages pfmemalloc; the skb flag */
 	u16 to_tail, from_len;
 };
 
@@ -76,6 +84,33 @@ static struct dentry *ppd_dir;
 static struct ppt_diffrun ppd_dr;	/* run and result, below */
 
 static u64 ppd_rnd;
+
+/*
+ * The zerocopy buffer every zerocopy case attaches: a reference per skb
+ * data that carries it, dropped by its completion when that data is
+ * released (skb_release_data() -> skb_zcopy_clear()).
+ */
+static void ppd_zc_complete(struct sk_buff *skb, struct ubuf_info *uarg,
+			    bool success)
+{
+	refcount_dec(&uarg->refcnt);
+}
+
+#ifdef PPC_HAVE_UBUF_INFO_OPS
+static const struct ubuf_info_ops ppd_zc_ops = {
+	.complete = ppd_zc_complete,
+};
+#endif
+
+static struct ubuf_info ppd_zc = {
+#ifdef PPC_HAVE_UBUF_INFO_OPS
+	.ops = &ppd_zc_ops,
+#else
+	.callback = ppd_zc_complete,
+#endif
+	.refcnt = REFCOUNT_INIT(1),
+	.flags = SKBFL_ZEROCOPY_FRAG,
+};
 
 static u32 ppd_next(void)
 {
@@ -97,7 +132,7 @@ static void ppd_draw(struct ppd_shape *s)
 	s->from_pp = ppd_below(4) ? s->to_pp : !s->to_pp;
 	s->to_kind = s->to_pp ? 1 + ppd_below(ppd_pool_frag ? 2 : 1) : 0;
 	s->from_kind = s->from_pp ? 1 + ppd_below(ppd_pool_frag ? 2 : 1) : 0;
-	s->from_head = ppd_below(3);
+	s->from_head = ppd_below(4);
 	s->to_frags = ppd_below(3) ? 0 : ppd_below(MAX_SKB_FRAGS + 1);
 	s->from_frags = ppd_below(2) ? ppd_below(4) :
 				       ppd_below(MAX_SKB_FRAGS + 1);
@@ -109,19 +144,38 @@ static void ppd_draw(struct ppd_shape *s)
 	s->to_fraglist = !ppd_below(16);
 	s->from_fraglist = !ppd_below(16);
 	s->shared_frag = !ppd_below(4);
+	s->to_zcopy = !ppd_below(8);
+	s->from_zcopy = !ppd_below(8);
+	s->pfm_pages = !ppd_below(4);
+	s->from_pfm = !ppd_below(8);
 	s->to_tail = ppd_below(3) ? ppd_below(64) : ppd_below(2048);
 	s->from_len = 1 + ppd_below(ppd_below(2) ? 128 : 1024);
 }
 
+/*
+ * A page from the page allocator, marked pfmemalloc when pfm is set, as
+ * the allocator marks a page it took from the reserves (6.1 and 6.12
+ * mm.h: set_page_pfmemalloc(); the next allocation of the page clears it).
+ */
+static struct page *ppd_alloc_page(bool pfm)
+{
+	struct page *page = alloc_page(GFP_KERNEL);
+
+	if (page && pfm)
+		set_page_pfmemalloc(page);
+	return page;
+}
+
 /* A page for a frag: from a pool (kind 1 or 2) or the page allocator. */
-static struct page *ppd_page(int kind, unsigned int *off, unsigned int *size)
+static struct page *ppd_page(int kind, bool pfm, unsigned int *off,
+			     unsigned int *size)
 {
 	struct page *page;
 
 	*off = 0;
 	*size = PAGE_SIZE;
 	if (!kind)
-		return alloc_page(GFP_KERNEL);
+		return ppd_alloc_page(pfm);
 	local_bh_disable();
 	if (kind == 2) {
 		*size = 2048;
@@ -133,14 +187,14 @@ static struct page *ppd_page(int kind, unsigned int *off, unsigned int *size)
 	return page;
 }
 
-static int ppd_add_frags(struct sk_buff *skb, int kind, int n)
+static int ppd_add_frags(struct sk_buff *skb, int kind, bool pfm, int n)
 {
 	unsigned int off, size;
 	struct page *page;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		page = ppd_page(kind, &off, &size);
+		page = ppd_page(kind, pfm, &off, &size);
 		if (!page)
 			return -ENOMEM;
 		skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags, page, off,
@@ -150,10 +204,10 @@ static int ppd_add_frags(struct sk_buff *skb, int kind, int n)
 }
 
 /* What to and from share: frags, pp_recycle, a frag_list; NULL on failure. */
-static struct sk_buff *ppd_finish(struct sk_buff *skb, int kind, int frags,
-				  bool pp, bool fraglist)
+static struct sk_buff *ppd_finish(struct sk_buff *skb, int kind, bool pfm,
+				  int frags, bool pp, bool fraglist)
 {
-	if (ppd_add_frags(skb, kind, frags))
+	if (ppd_add_frags(skb, kind, pfm, frags))
 		goto free;
 	if (pp)
 		skb_mark_for_recycle(skb);
@@ -179,7 +233,7 @@ static struct sk_buff *ppd_build_to(const struct ppd_shape *s)
 	/* what is left after the data is the tailroom the case wants */
 	skb_put(skb, skb_tailroom(skb) > s->to_tail ?
 		     skb_tailroom(skb) - s->to_tail : 0);
-	return ppd_finish(skb, s->to_kind, s->to_frags, s->to_pp,
+	return ppd_finish(skb, s->to_kind, s->pfm_pages, s->to_frags, s->to_pp,
 			  s->to_fraglist);
 }
 
@@ -187,7 +241,8 @@ static struct sk_buff *ppd_build_from(const struct ppd_shape *s)
 {
 	unsigned int fsz = SKB_DATA_ALIGN(s->from_len + NET_SKB_PAD) +
 			   SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
-	struct sk_buff *skb;
+	struct sk_buff *skb = NULL;
+	struct page *page;
 	void *data;
 
 	switch (s->from_head) {
@@ -206,16 +261,29 @@ static struct sk_buff *ppd_build_from(const struct ppd_shape *s)
 			skb_put(skb, s->from_len);
 		}
 		break;
-	default:
+	case 2:
 		skb = alloc_skb(0, GFP_KERNEL);
+		break;
+	default:
+		/* a whole page of its own as head, which may be pfmemalloc */
+		page = ppd_alloc_page(s->pfm_pages);
+		skb = page ? build_skb(page_address(page), PAGE_SIZE) : NULL;
+		if (!skb && page)
+			__free_page(page);
+		if (skb) {
+			skb_reserve(skb, NET_SKB_PAD);
+			skb_put(skb, s->from_len);
+		}
 		break;
 	}
 	if (!skb)
 		return NULL;
 	if (s->shared_frag)
 		skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
-	return ppd_finish(skb, s->from_kind, s->from_frags, s->from_pp,
-			  s->from_fraglist);
+	if (s->from_pfm)
+		skb->pfmemalloc = 1;
+	return ppd_finish(skb, s->from_kind, s->pfm_pages, s->from_frags,
+			  s->from_pp, s->from_fraglist);
 }
 
 static long ppd_pp_count(struct page *page)
@@ -278,6 +346,10 @@ static int ppd_case(const struct ppd_shape *s, struct ppd_outcome *o)
 		kfree_skb(from_clone);
 		from_clone = NULL;
 	}
+	if (s->to_zcopy)
+		skb_zcopy_set(to, &ppd_zc, NULL);
+	if (s->from_zcopy)
+		skb_zcopy_set(from, &ppd_zc, NULL);
 	n = ppd_pages(to, from, pages);
 	for (i = 0; i < n; i++) {
 		ref[i] = page_ref_count(pages[i]);
@@ -310,6 +382,9 @@ static int ppd_case(const struct ppd_shape *s, struct ppd_outcome *o)
 	kfree_skb(to);
 	kfree_skb(to_clone);
 	kfree_skb(from_clone);
+	o->zc_left = refcount_read(&ppd_zc.refcnt) - 1;
+	if (o->zc_left)
+		refcount_set(&ppd_zc.refcnt, 1);	/* one report per case */
 	return 0;
 nomem:
 	kfree_skb(to);
@@ -335,7 +410,8 @@ static const char *ppd_diff(const struct ppd_outcome *a,
 	    ppt_cmp("truesize", a->truesize, b->truesize, x, y) ?:
 	    ppt_cmp("nr_frags", a->nr_frags, b->nr_frags, x, y) ?:
 	    ppt_cmp("pfmemalloc", a->pfmemalloc, b->pfmemalloc, x, y) ?:
-	    ppt_cmp("flags", a->flags, b->flags, x, y);
+	    ppt_cmp("flags", a->flags, b->flags, x, y) ?:
+	    ppt_cmp("zc_left", a->zc_left, b->zc_left, x, y);
 	for (i = 0; !f && i < PPD_PAGES; i++)
 		f = ppt_cmp(page_field[0], a->ref[i], b->ref[i], x, y) ?:
 		    ppt_cmp(page_field[1], a->ppref[i], b->ppref[i], x, y) ?:
@@ -365,7 +441,7 @@ static int ppd_run(u64 seed, unsigned int n, const char *mode)
 	struct ppd_outcome o;
 	struct ppd_shape s;
 	const char *field;
-	char first[256] = "";
+	char first[320] = "";
 	long x, y;
 
 	if (!record && strcmp(mode, "compare") && !on)
@@ -395,12 +471,13 @@ static int ppd_run(u64 seed, unsigned int n, const char *mode)
 		}
 		if (!mism++)
 			snprintf(first, sizeof(first),
-				 "seed %llu case %u shape to_pp=%u/%u from_pp=%u/%u head=%u frags=%u/%u cloned=%u/%u freed=%u fraglist=%u/%u shared=%u tail=%u len=%u: %s stock %ld shadow %ld",
+				 "seed %llu case %u shape to_pp=%u/%u from_pp=%u/%u head=%u frags=%u/%u cloned=%u/%u freed=%u fraglist=%u/%u shared=%u zc=%u/%u pfm=%u/%u tail=%u len=%u: %s stock %ld shadow %ld",
 				 seed, i, s.to_pp, s.to_kind, s.from_pp,
 				 s.from_kind, s.from_head, s.to_frags,
 				 s.from_frags, s.to_cloned, s.from_cloned,
 				 s.clone_freed, s.to_fraglist, s.from_fraglist,
-				 s.shared_frag, s.to_tail, s.from_len, field,
+				 s.shared_frag, s.to_zcopy, s.from_zcopy,
+				 s.pfm_pages, s.from_pfm, s.to_tail, s.from_len, field,
 				 x, y);
 		cond_resched();
 	}
