@@ -21,7 +21,7 @@ demo:
 
 .PHONY: demo
 
-# ppcoal-dkms_VERSION_all.deb in this directory (needs debhelper, dh-dkms);
+# ppcoal-dkms_VERSION_all.deb in this directory (needs debhelper);
 # built from a copy of the tracked files, so the tree stays clean.
 deb:
 	scripts/ppcoal-mkdeb $(CURDIR)
