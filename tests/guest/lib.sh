@@ -157,7 +157,13 @@ xfer() {
 	dd if=/dev/urandom of=/tmp/tx bs=1M count="$1" 2>/dev/null
 	rm -f /tmp/rx
 	(sleep 60 | "$IP" netns exec peer timeout 60 nc -l -p 5999 >/tmp/rx) &
-	sleep 0.5
+	# wait for the listener (port 5999 = 176F, state 0A = LISTEN in peer's
+	# /proc/net/tcp): a fixed sleep was too short on the debug kernel
+	i=0
+	until "$IP" netns exec peer cat /proc/net/tcp | grep ':176F 00000000:0000 0A' >/dev/null || [ $i -ge 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
 	timeout 60 nc $TARGET 5999 </tmp/tx || echo "xfer: nc client failed" >&2
 	i=0
 	while [ "$(wc -c </tmp/rx)" -lt $want ] && [ $i -lt 200 ]; do
@@ -303,7 +309,7 @@ direct_pm() {
 # module (debugfs DIR) over $n cases with ppcoal's PATH in MODE, counter
 # snapshots around it (/tmp/a, /tmp/b); its result line in $r
 diff_pass() {
-	echo "$4" >"$P/$1"
+	echo "$4" >"$P/$1" || bad "seed $3: $1=$4 refused"
 	snap /tmp/a
 	echo "$3 $n $5" >"$2/run" || bad "seed $3: $5"
 	snap /tmp/b

@@ -223,6 +223,7 @@ if want recycle-differential; then
 	rdiff_run 3 on compare-on
 	case "$r" in *"mismatches 0 "*"inflight 0"*) ;; *) bad "seed 3 on (audited) differs beyond what it documents: $r" ;; esac
 	allowed=$(echo "$r" | sed -n 's/.* allowed \([0-9]*\) .*/\1/p')
+	gt "$(delta recycle.direct /tmp/a /tmp/b)" 0 "seed 3 on (audited): direct puts made"
 	echo "METRIC $(uname -r) recycle-differential cases=$n on_audited_allowed=$allowed direct=$(delta recycle.direct /tmp/a /tmp/b) learned=$(delta recycle.owners_learned /tmp/a /tmp/b)"
 	echo observe >$P/recycle
 	echo "" >$P/recycle_drivers
