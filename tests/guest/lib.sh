@@ -158,9 +158,11 @@ xfer() {
 	rm -f /tmp/rx
 	(sleep 60 | "$IP" netns exec peer timeout 60 nc -l -p 5999 >/tmp/rx) &
 	# wait for the listener (port 5999 = 176F, state 0A = LISTEN in peer's
-	# /proc/net/tcp): a fixed sleep was too short on the debug kernel
+	# /proc/net/tcp or tcp6: busybox nc listens on IPv6 when it can): a
+	# fixed sleep was too short on the debug kernel
 	i=0
-	until "$IP" netns exec peer cat /proc/net/tcp | grep ':176F 00000000:0000 0A' >/dev/null || [ $i -ge 100 ]; do
+	until "$IP" netns exec peer cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+		grep -E ':176F [0:]+ 0A ' >/dev/null || [ $i -ge 300 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done

@@ -14,13 +14,18 @@
 #   deb13     Debian 13 stock (headers need gcc-14: built inside a trixie chroot)
 #   deb12cloud  Debian 12's cloud-amd64 flavour (same source as deb12; headers
 #             extracted into the cache, built with host gcc-12)
+#   deb12-debug  deb12's own Debian source and config with the sanitizers
+#             (KASAN, KFENCE, lockdep, DEBUG_VM, DMA_API_DEBUG, fault
+#             injection), built here once and cached (see prepare_debug)
 #
 # Environment:
 #   PPCOAL_CACHE      cache root (default /var/cache/ppcoal)
 #   PPCOAL_SRC        source tree to build (default: the repository)
 #   PPCOAL_MIRROR     Debian mirror (default: the one in this machine's apt sources)
 #   PPCOAL_APT_MAX_AGE  refresh private apt lists older than this many days (default 7)
-#   PPCOAL_KVER_<ID>  force a kernel release for ID (e.g. PPCOAL_KVER_deb13=6.12.117+deb13-amd64)
+#   PPCOAL_KVER_<ID>  force a kernel release for ID (e.g. PPCOAL_KVER_deb13=6.12.117+deb13-amd64;
+#                     a hyphen in ID is an underscore here: PPCOAL_KVER_deb12_debug)
+#   PPCOAL_DEBUG_JOBS make -j for a debug kernel's build (default: the CPUs)
 
 PPCOAL_VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PPCOAL_REPO=${PPCOAL_REPO:-$(cd "$PPCOAL_VM_DIR/../.." && pwd)}
@@ -28,7 +33,7 @@ PPCOAL_CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
 # The mirror named in the machine's apt sources (a local mirror or proxy
 # works); never a host name written here.
 PPCOAL_MIRROR=${PPCOAL_MIRROR:-$("$PPCOAL_REPO/scripts/ppcoal-verify-kernel" --mirror 2>/dev/null || true)}
-PPCOAL_KERNEL_IDS="deb12 deb12bpo deb13 deb12cloud"
+PPCOAL_KERNEL_IDS="deb12 deb12bpo deb13 deb12cloud deb12-debug"
 # The hard limit of one guest boot (boot.sh), exported so that parse-log.sh
 # names the limit that applied. A boot of the suite should need half of it.
 export PPCOAL_BOOT_TIMEOUT=${PPCOAL_BOOT_TIMEOUT:-1200}
@@ -166,9 +171,11 @@ kernel_version() {
 		return 0
 	fi
 	meta=${PPCOAL_KMETA[$id]:-linux-headers-amd64}
-	var="PPCOAL_KVER_$id"
+	var="PPCOAL_KVER_${id//-/_}"
 	if [ -n "${!var:-}" ]; then
 		v=${!var}
+	elif is_debug_id "$id"; then
+		v=$(kernel_abi "$(kernel_version "${PPCOAL_DEBUG_BASE[$id]}")")-debug-amd64
 	else
 		suite=${PPCOAL_KSUITE[$id]}
 		if [ "$suite" = host ]; then
@@ -194,7 +201,7 @@ kernel_version() {
 kernel_pin() {
 	local v
 	v=$(kernel_version "$1")
-	export "PPCOAL_KVER_$1=$v"
+	export "PPCOAL_KVER_${1//-/_}=$v"
 }
 
 # kernel_abi VER -> 6.12.95+deb12 (release without the flavour)
@@ -214,6 +221,7 @@ kernel_kdir() {
 	deb12) printf '/usr/src/linux-headers-%s\n' "$v" ;;
 	deb12bpo | deb12cloud) printf '%s/hdr/usr/src/linux-headers-%s\n' "$(kernel_dir "$id")" "$v" ;;
 	deb13) printf '/usr/src/linux-headers-%s\n' "$v" ;;
+	*-debug) printf '%s/build\n' "$(kernel_dir "$id")" ;;
 	esac
 }
 
@@ -352,10 +360,107 @@ chroot_extra_pkgs() {
 	echo "$PPCOAL_CHROOT_EXTRA" >"$ch/.ppcoal-ready"
 }
 
+# ------------------------------------------------------------ debug kernels
+
+# A debug kernel ID -> the stock kernel whose Debian source and config it
+# rebuilds with the sanitizers (issue 13).
+declare -A PPCOAL_DEBUG_BASE=(
+	[deb12-debug]=deb12
+)
+is_debug_id() { [ -n "${PPCOAL_DEBUG_BASE[$1]:-}" ]; }
+
+# Added to Debian's config: what a netdev reviewer turns on for page
+# ownership, lifetime and locking bugs, and fault injection. Dropped: debug
+# info (build time and size) and module signing (no key here; the lockdown
+# boots prove signing on the stock kernels).
+PPCOAL_DEBUG_ENABLE="KASAN KASAN_GENERIC KASAN_INLINE KFENCE DEBUG_VM DEBUG_LIST
+	PROVE_LOCKING DEBUG_ATOMIC_SLEEP DMA_API_DEBUG PAGE_POOL_STATS DEBUG_NET
+	NET_DEV_REFCNT_TRACKER NET_NS_REFCNT_TRACKER FAULT_INJECTION FAILSLAB
+	FAIL_PAGE_ALLOC FAULT_INJECTION_DEBUG_FS FUNCTION_ERROR_INJECTION
+	FAIL_FUNCTION DEBUG_INFO_NONE"
+PPCOAL_DEBUG_DISABLE="KASAN_OUTLINE DEBUG_INFO DEBUG_INFO_DWARF4 DEBUG_INFO_DWARF5
+	DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT DEBUG_INFO_BTF MODULE_SIG MODULE_SIG_ALL"
+# The modules the guest loads (initramfs.sh): localmodconfig keeps them and
+# Debian's built-ins and drops every other module.
+PPCOAL_DEBUG_MODULES="virtio virtio_ring virtio_pci virtio_pci_modern_dev
+	virtio_pci_legacy_dev virtio_net net_failover failover veth"
+
+# fetch_source FAMILY VERSION: Debian's linux-source-FAMILY deb of exactly
+# VERSION (the version of the stock image a debug kernel rebuilds).
+fetch_source() {
+	local fam=$1 ver=$2 dir f
+	dir=$PPCOAL_CACHE/debs
+	f=$dir/linux-source-${fam}_${ver//:/%3a}_all.deb
+	if [ ! -f "$f" ]; then
+		mkdir -p "$dir"
+		log "downloading linux-source-$fam $ver"
+		(cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "linux-source-$fam=$ver" >&2) ||
+			die "linux-source-$fam $ver is not in this machine's apt sources (the debug kernel needs the stock kernel's own source)"
+	fi
+	printf '%s\n' "$f"
+}
+
+# prepare_debug ID: build the debug kernel in $(kernel_dir ID): src/ (the
+# source), build/ (the objects: the KDIR for out-of-tree modules), root/
+# (modules_install) and vmlinuz. Its uname -v names the same Debian source
+# version as the stock kernel's, so ppcoal's verified-version check (which
+# reads it) treats the two alike: they are built from the same source.
+prepare_debug() {
+	local id=$1 base v bv kd deb srcver fam t0 o dropped="" jobs=${PPCOAL_DEBUG_JOBS:-$(nproc)}
+	base=${PPCOAL_DEBUG_BASE[$id]}
+	v=$(kernel_version "$id")
+	bv=$(kernel_version "$base")
+	kd=$(kernel_dir "$id")
+	[ -f "$kd/.debug-ready" ] && return 0
+	t0=$(date +%s)
+	prepare_image "$base"
+	host_apt_install gcc make flex bison bc libssl-dev libelf-dev cpio kmod xz-utils
+	srcver=$(dpkg-deb -f "$(fetch_deb "${PPCOAL_KSUITE[$base]}" "linux-image-$bv-unsigned")" Version)
+	fam=$(echo "$bv" | cut -d. -f1,2)
+	deb=$(fetch_source "$fam" "$srcver")
+	log "$id: building $v from linux-source-$fam $srcver with the config of $bv"
+	rm -rf "$kd"
+	mkdir -p "$kd/src" "$kd/build" "$kd/root"
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/linux-source-$fam.tar.xz" |
+		tar -xJ -C "$kd/src" --strip-components=1
+	cp "$(kernel_modroot "$base")/boot/config-$bv" "$kd/build/.config"
+	{
+		echo "Module Size Used by"
+		for o in $PPCOAL_DEBUG_MODULES; do echo "$o 0 0"; done
+	} >"$kd/lsmod"
+	# new options take their defaults (yes dies of SIGPIPE when conf is done)
+	{ yes '' || true; } | make -C "$kd/src" O="$kd/build" LSMOD="$kd/lsmod" localmodconfig >&2
+	# shellcheck disable=SC2046,SC2086 # option lists
+	"$kd/src/scripts/config" --file "$kd/build/.config" \
+		$(printf -- '--enable %s ' $PPCOAL_DEBUG_ENABLE) \
+		$(printf -- '--disable %s ' $PPCOAL_DEBUG_DISABLE) \
+		--set-str SYSTEM_TRUSTED_KEYS "" --set-str SYSTEM_REVOCATION_KEYS ""
+	make -C "$kd/src" O="$kd/build" olddefconfig >&2
+	for o in $PPCOAL_DEBUG_ENABLE; do
+		grep -qx "CONFIG_$o=y" "$kd/build/.config" || dropped="$dropped $o"
+	done
+	[ -z "$dropped" ] || die "$id: Kconfig dropped:$dropped (see $kd/build/.config)"
+	make -C "$kd/src" O="$kd/build" -j"$jobs" KERNELRELEASE="$v" \
+		KBUILD_BUILD_VERSION=1 KBUILD_BUILD_TIMESTAMP="Debian $srcver (ppcoal debug build)" \
+		bzImage modules >&2
+	make -C "$kd/src" O="$kd/build" KERNELRELEASE="$v" INSTALL_MOD_PATH="$kd/root" \
+		INSTALL_MOD_STRIP=1 modules_install >&2
+	# out-of-tree builds read the release from here
+	echo "$v" >"$kd/build/include/config/kernel.release"
+	cp "$kd/build/arch/x86/boot/bzImage" "$kd/vmlinuz"
+	depmod -b "$kd/root" "$v"
+	echo "built in $(($(date +%s) - t0)) s with make -j$jobs on $(nproc) CPUs" >"$kd/.debug-ready"
+	log "$id: $(cat "$kd/.debug-ready")"
+}
+
 kernel_prepare() {
 	local id=$1
 	check_id "$id"
 	log "preparing $id ($(kernel_version "$id"))"
+	if is_debug_id "$id"; then
+		prepare_debug "$id"
+		return
+	fi
 	prepare_image "$id"
 	"prepare_kdir_$id"
 }
