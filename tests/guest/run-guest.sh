@@ -268,8 +268,8 @@ if want virtio-differential; then
 		done
 		echo "$o" >"$1.vd"
 	}
-	vdv() { awk -v k="$1" '{ for (i = 1; i < NF; i += 2) if ($i == k) print $(i + 1) }' "$2.vd"; }
-	vdd() { echo $(($(vdv "$1" /tmp/b) - $(vdv "$1" /tmp/a))); }
+	# the oracle's counts are "name value" lines, as the stats are
+	vdd() { delta "$1" /tmp/a.vd /tmp/b.vd; }
 	nomrg=0
 	grep -q 'ppcoal.nomrg=1' /proc/cmdline && nomrg=1
 	for m in observe on; do
@@ -292,7 +292,7 @@ if want virtio-differential; then
 			copy=$(vdd copy)
 			frags=$(vdd frags)
 			echo "  $m $c: page_to_skb $calls calls: build $build copy $copy (frags $frags) null $(vdd null); ppcoal build $(delta virtio.page_to_skb_build /tmp/a /tmp/b) copy $(delta virtio.page_to_skb_copy /tmp/a /tmp/b) frags $(delta virtio.page_to_skb_frags /tmp/a /tmp/b)"
-			eq "$(vdv missed /tmp/b)" 0 "$m $c: kretprobe missed returns"
+			eq "$(val missed /tmp/b.vd)" 0 "$m $c: kretprobe missed returns"
 			eq "$(vdd null)" 0 "$m $c: page_to_skb returned NULL"
 			eq "$(delta virtio.page_to_skb_calls /tmp/a /tmp/b)" "$calls" "$m $c: ppcoal's page_to_skb calls"
 			eq "$(delta virtio.page_to_skb_build /tmp/a /tmp/b)" "$build" "$m $c: ppcoal's build branch"

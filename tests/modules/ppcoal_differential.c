@@ -237,13 +237,31 @@ static struct sk_buff *ppd_build_to(const struct ppd_shape *s)
 			  s->to_fraglist);
 }
 
+/*
+ * A head_frag skb built around @data (@size bytes: a page frag or a whole
+ * page) holding @len bytes after NET_SKB_PAD; @data is freed on failure.
+ */
+static struct sk_buff *ppd_frag_head(void *data, unsigned int size,
+				     unsigned int len)
+{
+	struct sk_buff *skb = data ? build_skb(data, size) : NULL;
+
+	if (!skb) {
+		if (data)
+			skb_free_frag(data);	/* page_frag_free(): a page too */
+		return NULL;
+	}
+	skb_reserve(skb, NET_SKB_PAD);
+	skb_put(skb, len);
+	return skb;
+}
+
 static struct sk_buff *ppd_build_from(const struct ppd_shape *s)
 {
 	unsigned int fsz = SKB_DATA_ALIGN(s->from_len + NET_SKB_PAD) +
 			   SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
 	struct sk_buff *skb = NULL;
 	struct page *page;
-	void *data;
 
 	switch (s->from_head) {
 	case 0:
@@ -252,14 +270,7 @@ static struct sk_buff *ppd_build_from(const struct ppd_shape *s)
 			skb_put(skb, s->from_len);
 		break;
 	case 1:
-		data = netdev_alloc_frag(fsz);
-		skb = data ? build_skb(data, fsz) : NULL;
-		if (!skb && data)
-			skb_free_frag(data);
-		if (skb) {
-			skb_reserve(skb, NET_SKB_PAD);
-			skb_put(skb, s->from_len);
-		}
+		skb = ppd_frag_head(netdev_alloc_frag(fsz), fsz, s->from_len);
 		break;
 	case 2:
 		skb = alloc_skb(0, GFP_KERNEL);
@@ -267,13 +278,8 @@ static struct sk_buff *ppd_build_from(const struct ppd_shape *s)
 	default:
 		/* a whole page of its own as head, which may be pfmemalloc */
 		page = ppd_alloc_page(s->pfm_pages);
-		skb = page ? build_skb(page_address(page), PAGE_SIZE) : NULL;
-		if (!skb && page)
-			__free_page(page);
-		if (skb) {
-			skb_reserve(skb, NET_SKB_PAD);
-			skb_put(skb, s->from_len);
-		}
+		skb = ppd_frag_head(page ? page_address(page) : NULL, PAGE_SIZE,
+				    s->from_len);
 		break;
 	}
 	if (!skb)

@@ -15,9 +15,10 @@
  * else copy, and copy with frags when the returned skb has frags. NULL
  * returns (an allocation failed) are counted apart.
  *
- * Reading /sys/kernel/debug/ppcoal_virtio_diff/counts gives
- * "calls N build B copy C frags F null X missed M" (missed: returns the
- * kretprobe could not watch; any makes a comparison void).
+ * Reading /sys/kernel/debug/ppcoal_virtio_diff/counts gives one
+ * "name value" line each (ppcoal's stats format) for calls, build, copy,
+ * frags, null and missed (returns the kretprobe could not watch; any makes
+ * a comparison void).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -73,7 +74,7 @@ static struct kretprobe pvd_probe = {
 
 static int pvd_counts_show(struct seq_file *m, void *v)
 {
-	seq_printf(m, "calls %ld build %ld copy %ld frags %ld null %ld missed %d\n",
+	seq_printf(m, "calls %ld\nbuild %ld\ncopy %ld\nfrags %ld\nnull %ld\nmissed %d\n",
 		   atomic_long_read(&pvd_calls), atomic_long_read(&pvd_build),
 		   atomic_long_read(&pvd_copy), atomic_long_read(&pvd_frags),
 		   atomic_long_read(&pvd_null), pvd_probe.nmissed);
