@@ -301,15 +301,6 @@ static long ppd_pp_count(struct page *page)
 #endif
 }
 
-static bool ppd_is_pp(struct page *page)
-{
-#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
-	return (READ_ONCE(page->pp_magic) & PP_MAGIC_MASK) == PP_SIGNATURE;
-#else
-	return (READ_ONCE(page->pp_magic) & ~0x3UL) == PP_SIGNATURE;
-#endif
-}
-
 /* The pages of a case: from's head page and frags, then to's frags. */
 static int ppd_pages(struct sk_buff *to, struct sk_buff *from,
 		     struct page **pages)
@@ -359,7 +350,7 @@ static int ppd_case(const struct ppd_shape *s, struct ppd_outcome *o)
 	n = ppd_pages(to, from, pages);
 	for (i = 0; i < n; i++) {
 		ref[i] = page_ref_count(pages[i]);
-		ppref[i] = ppd_is_pp(pages[i]) ? ppd_pp_count(pages[i]) : 0;
+		ppref[i] = ppf_is_pp(pages[i]) ? ppd_pp_count(pages[i]) : 0;
 	}
 
 	local_bh_disable();	/* as TCP's receive path calls it */
@@ -375,7 +366,7 @@ static int ppd_case(const struct ppd_shape *s, struct ppd_outcome *o)
 	o->pfmemalloc = to->pfmemalloc;
 	o->flags = skb_shinfo(to)->flags;
 	for (i = 0; i < n; i++) {
-		o->pp[i] = ppd_is_pp(pages[i]);
+		o->pp[i] = ppf_is_pp(pages[i]);
 		o->ref[i] = page_ref_count(pages[i]) - ref[i];
 		o->ppref[i] = (o->pp[i] ? ppd_pp_count(pages[i]) : 0) - ppref[i];
 	}

@@ -7,7 +7,12 @@
  * page-pool skb "to", clone from (as a packet socket does), coalesce,
  * consume from as TCP does (kfree_skb_partial), then free to and the clone
  * in both orders, and 200 more times with the two frees racing on two
- * CPUs. After each round the pool must have exactly zero pages outside it,
+ * CPUs. Then the races the coalesce review asked for, 200 times each with
+ * the other CPU's start randomised: the clone freed, trimmed (as
+ * packet_rcv() does) or coalesced elsewhere while this CPU coalesces; and
+ * the leak probes: the page not back in the pool while the clone holds it,
+ * back exactly once after, and a pool destroyed right after a coalesce.
+ * After each round the pool must have exactly zero pages outside it,
  * and page references must be what the holders account for. Results are
  * printed as TAP lines; the module stays loaded so the suite can read them.
  *
@@ -19,6 +24,7 @@
 #include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
 
@@ -32,6 +38,7 @@
 
 #define PPST_LEN 1000
 #define PPST_RACES 200
+#define PPST_JITTER_US 20
 
 static int expect_coalesce = -1;
 module_param(expect_coalesce, int, 0444);
@@ -98,22 +105,88 @@ static bool ppst_uses_pp_refs(bool frag)
 #endif
 }
 
+/*
+ * While a frag pool carves a page its fragment count sits at the bias
+ * (LONG_MAX on 6.1) and ppcoal refuses to add to it; a third fragment moves
+ * the pool on to the next page, as the next received packet would.
+ */
+static void ppst_frag_advance(struct page_pool *pool)
+{
+	unsigned int off;
+	struct page *next;
+
+	local_bh_disable();
+	next = page_pool_dev_alloc_frag(pool, &off, 2048);
+	if (next)
+		page_pool_put_full_page(pool, next, true);
+	local_bh_enable();
+}
+
+/* What the other CPU does to its skb in a race. */
+enum ppst_op { PPST_FREE, PPST_TRIM, PPST_COALESCE };
+
+/*
+ * One race: this CPU and a worker on another CPU meet at @go, the worker
+ * waits @delay_us and applies @op to @skb (PPST_COALESCE: into @to).
+ */
 struct ppst_race {
 	struct work_struct work;
-	struct sk_buff *skb;
-	atomic_t *go;
+	enum ppst_op op;
+	struct sk_buff *skb, *to;
+	unsigned int delay_us;
+	atomic_t go;
+	bool ok, stolen;
 	struct completion done;
 };
 
-static void ppst_race_free(struct work_struct *w)
+static void ppst_race_fn(struct work_struct *w)
 {
 	struct ppst_race *r = container_of(w, struct ppst_race, work);
+	int delta;
 
-	atomic_inc(r->go);
-	while (atomic_read(r->go) < 2)
+	atomic_inc(&r->go);
+	while (atomic_read(&r->go) < 2)
 		cpu_relax();
-	kfree_skb(r->skb);
+	udelay(r->delay_us);
+	switch (r->op) {
+	case PPST_FREE:
+		kfree_skb(r->skb);
+		break;
+	case PPST_TRIM:
+		/* packet_rcv() trims its clone to the snap length */
+		r->ok = !pskb_trim(r->skb, PPST_LEN / 2);
+		break;
+	case PPST_COALESCE:
+		r->ok = skb_try_coalesce(r->to, r->skb, &r->stolen, &delta);
+		if (r->ok)
+			kfree_skb_partial(r->skb, r->stolen);
+		else
+			kfree_skb(r->skb);
+		break;
+	}
 	complete(&r->done);
+}
+
+/* Start @r on another CPU than this one and wait until it runs. */
+static void ppst_race_start(struct ppst_race *r)
+{
+	int cpu = cpumask_next(raw_smp_processor_id(), cpu_online_mask);
+
+	if (cpu >= nr_cpu_ids)
+		cpu = cpumask_first(cpu_online_mask);
+	atomic_set(&r->go, 0);
+	init_completion(&r->done);
+	INIT_WORK_ONSTACK(&r->work, ppst_race_fn);
+	queue_work_on(cpu, system_highpri_wq, &r->work);
+	atomic_inc(&r->go);
+	while (atomic_read(&r->go) < 2)
+		cpu_relax();
+}
+
+static void ppst_race_finish(struct ppst_race *r)
+{
+	wait_for_completion(&r->done);
+	destroy_work_on_stack(&r->work);
 }
 
 /*
@@ -138,22 +211,8 @@ static bool ppst_round(struct page_pool *pool, bool frag, int order,
 		ppst_ok(false, "allocation", kind, 0, 0);
 		return false;
 	}
-	if (frag) {
-		unsigned int off;
-		struct page *next;
-
-		/*
-		 * While the pool carves a page its fragment count sits at the
-		 * bias (LONG_MAX on 6.1) and ppcoal refuses to add to it; a
-		 * third fragment moves the pool on to the next page, as the
-		 * next received packet would.
-		 */
-		local_bh_disable();
-		next = page_pool_dev_alloc_frag(pool, &off, 2048);
-		if (next)
-			page_pool_put_full_page(pool, next, true);
-		local_bh_enable();
-	}
+	if (frag)
+		ppst_frag_advance(pool);
 	page = compound_head(skb_frag_page(&skb_shinfo(from)->frags[0]));
 	clone = skb_clone(from, GFP_KERNEL);
 	refs = page_ref_count(page);
@@ -195,21 +254,11 @@ static bool ppst_round(struct page_pool *pool, bool frag, int order,
 		kfree_skb(clone);
 		kfree_skb(to);
 	} else {
-		atomic_t go = ATOMIC_INIT(0);
-		struct ppst_race r = { .skb = to, .go = &go };
-		int cpu = cpumask_next(raw_smp_processor_id(), cpu_online_mask);
+		struct ppst_race r = { .op = PPST_FREE, .skb = to };
 
-		if (cpu >= nr_cpu_ids)
-			cpu = cpumask_first(cpu_online_mask);
-		init_completion(&r.done);
-		INIT_WORK_ONSTACK(&r.work, ppst_race_free);
-		queue_work_on(cpu, system_highpri_wq, &r.work);
-		atomic_inc(&go);
-		while (atomic_read(&go) < 2)
-			cpu_relax();
+		ppst_race_start(&r);
 		kfree_skb(clone);
-		wait_for_completion(&r.done);
-		destroy_work_on_stack(&r.work);
+		ppst_race_finish(&r);
 	}
 	ppf_count_pool(pool, &c);
 	if (report || c.inflight)
@@ -220,6 +269,127 @@ static bool ppst_round(struct page_pool *pool, bool frag, int order,
 	return c.inflight == 0;
 }
 
+/*
+ * A race the coalesce review asked for (issue 13.5): this CPU coalesces a
+ * cloned @from into @to while another CPU, after a random delay of up to
+ * PPST_JITTER_US, applies @op to the clone: frees it, trims it (as
+ * packet_rcv() does) or coalesces it into a second skb (two coalesces of
+ * one page). Then everything is freed: no page may stay outside the pool.
+ */
+static bool ppst_coalesce_race(struct page_pool *pool, bool frag,
+			       enum ppst_op op, const char *what,
+			       const char *kind, bool report)
+{
+	struct ppst_race r = { .op = op };
+	struct sk_buff *to, *from, *to2 = NULL;
+	struct ppf_count c;
+	bool ok, stolen;
+	int delta;
+
+	to = ppst_skb(pool, frag);
+	from = ppst_skb(pool, frag);
+	if (op == PPST_COALESCE)
+		to2 = ppst_skb(pool, frag);
+	r.skb = from ? skb_clone(from, GFP_KERNEL) : NULL;
+	if (!to || !from || !r.skb || (op == PPST_COALESCE && !to2)) {
+		kfree_skb(to);
+		kfree_skb(from);
+		kfree_skb(r.skb);
+		kfree_skb(to2);
+		ppst_ok(false, "allocation", kind, 0, 0);
+		return false;
+	}
+	if (frag)
+		ppst_frag_advance(pool);
+	r.to = to2;
+	r.delay_us = get_random_u32_below(PPST_JITTER_US);
+	ppst_race_start(&r);
+	ok = skb_try_coalesce(to, from, &stolen, &delta);
+	if (ok)
+		kfree_skb_partial(from, stolen);
+	else
+		kfree_skb(from);
+	ppst_race_finish(&r);
+	if (op == PPST_TRIM)
+		kfree_skb(r.skb);
+	kfree_skb(to);
+	kfree_skb(to2);
+	ppf_count_pool(pool, &c);
+	if (report || c.inflight)
+		ppst_ok(c.inflight == 0, what, kind, c.inflight, c.hold - c.release);
+	return c.inflight == 0;
+}
+
+/*
+ * Leak and double-return probes. Coalesce a clone of from into to and
+ * consume from. Scan: free to alone; the clone still holds from's page, so
+ * the page must not be in the pool's ring or cache (back early: a use after
+ * free in waiting); free the clone: the page must be there exactly once if
+ * it is still the pool's (twice: a double return), and nowhere if coalesce
+ * detached it. With @destroy, hold one extra page reference instead,
+ * destroy the pool right after the coalesce, then free to and the clone:
+ * the page must have left its pool and end at exactly our one reference.
+ */
+static void ppst_probe(struct page_pool *pool, bool frag, bool destroy,
+		       const char *kind)
+{
+	struct sk_buff *to, *from, *clone;
+	struct page *page;
+	bool ok, stolen, pp;
+	int delta;
+
+	to = ppst_skb(pool, frag);
+	from = ppst_skb(pool, frag);
+	clone = from ? skb_clone(from, GFP_KERNEL) : NULL;
+	if (!to || !from || !clone) {
+		kfree_skb(to);
+		kfree_skb(from);
+		kfree_skb(clone);
+		ppst_ok(false, "allocation", kind, 0, 0);
+		if (destroy)
+			page_pool_destroy(pool);
+		return;
+	}
+	if (frag)
+		ppst_frag_advance(pool);
+	page = compound_head(skb_frag_page(&skb_shinfo(from)->frags[0]));
+	ok = skb_try_coalesce(to, from, &stolen, &delta);
+	if (ok)
+		kfree_skb_partial(from, stolen);
+	else
+		kfree_skb(from);
+	pp = ppf_is_pp(page);
+	if (destroy) {
+		get_page(page);
+		page_pool_destroy(pool);
+		kfree_skb(to);
+		kfree_skb(clone);
+		ppst_ok(page_ref_count(page) == 1 && !ppf_is_pp(page),
+			"pool destroyed after a coalesce: the page left it, one reference (ours) left",
+			kind, page_ref_count(page), ppf_is_pp(page));
+		put_page(page);
+		return;
+	}
+	kfree_skb(to);
+	ppst_ok(ppf_pool_find(pool, page) == 0,
+		"to freed alone: the clone's page is not back in the pool",
+		kind, ppf_pool_find(pool, page), ok);
+	kfree_skb(clone);
+	ppst_ok(ppf_pool_find(pool, page) == pp,
+		"clone freed too: the page is back exactly once (none if detached)",
+		kind, ppf_pool_find(pool, page), pp);
+}
+
+/* The coalesce races, each run PPST_RACES times per pool kind. */
+static const struct {
+	enum ppst_op op;
+	const char *what;
+} ppst_races[] = {
+	{ PPST_FREE, "clone freed while coalescing: no page outside the pool" },
+	{ PPST_TRIM, "clone trimmed while coalescing: no page outside the pool" },
+	{ PPST_COALESCE, "two coalesces of one page: no page outside the pool" },
+};
+
 static void ppst_pool(bool frag, const char *kind)
 {
 	struct page_pool_params pp = {
@@ -228,6 +398,7 @@ static void ppst_pool(bool frag, const char *kind)
 		.nid = NUMA_NO_NODE,
 	};
 	struct page_pool *pool;
+	unsigned int r;
 	int i;
 
 #ifdef PPC_HAVE_PP_FRAG_COUNT
@@ -245,7 +416,20 @@ static void ppst_pool(bool frag, const char *kind)
 	for (i = 0; num_online_cpus() > 1 && i < PPST_RACES; i++)
 		if (!ppst_round(pool, frag, 2, kind, i == 0))
 			break;
+	for (r = 0; r < ARRAY_SIZE(ppst_races); r++)
+		for (i = 0; num_online_cpus() > 1 && i < PPST_RACES; i++)
+			if (!ppst_coalesce_race(pool, frag, ppst_races[r].op,
+						ppst_races[r].what, kind, i == 0))
+				break;
+	ppst_probe(pool, frag, false, kind);
 	page_pool_destroy(pool);
+
+	pool = page_pool_create(&pp);
+	if (IS_ERR(pool)) {
+		ppst_ok(false, "page_pool_create", kind, PTR_ERR(pool), 0);
+		return;
+	}
+	ppst_probe(pool, frag, true, kind);	/* destroys the pool */
 }
 
 static int __init ppst_init(void)

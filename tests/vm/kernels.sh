@@ -384,6 +384,17 @@ PPCOAL_DEBUG_DISABLE="KASAN_OUTLINE DEBUG_INFO DEBUG_INFO_DWARF4 DEBUG_INFO_DWAR
 # Debian's built-ins and drops every other module.
 PPCOAL_DEBUG_MODULES="virtio virtio_ring virtio_pci virtio_pci_modern_dev
 	virtio_pci_legacy_dev virtio_net net_failover failover veth"
+# Per-object compiler flags, "DIR OBJECT FLAGS": the debug config's
+# inlining made gcc 12 clone __napi_poll() as __napi_poll.constprop.0 (IPA
+# constant propagation), a function ppcoal cannot hook by name and refuses
+# recycle=on without; Debian's stock build has __napi_poll itself. The
+# source is not changed, only how net/core/dev.c is compiled.
+PPCOAL_DEBUG_OBJ_CFLAGS="net/core dev.o -fno-ipa-cp"
+# What a cached debug kernel was built from: a change rebuilds it.
+debug_recipe() {
+	printf '%s\n' "$PPCOAL_DEBUG_ENABLE" "$PPCOAL_DEBUG_DISABLE" \
+		"$PPCOAL_DEBUG_MODULES" "$PPCOAL_DEBUG_OBJ_CFLAGS" | md5sum | cut -d' ' -f1
+}
 
 # fetch_source FAMILY VERSION: Debian's linux-source-FAMILY deb of exactly
 # VERSION (the version of the stock image a debug kernel rebuilds).
@@ -411,7 +422,10 @@ prepare_debug() {
 	v=$(kernel_version "$id")
 	bv=$(kernel_version "$base")
 	kd=$(kernel_dir "$id")
-	[ -f "$kd/.debug-ready" ] && return 0
+	if [ -f "$kd/.debug-ready" ]; then
+		[ "$(cat "$kd/.debug-recipe" 2>/dev/null)" = "$(debug_recipe)" ] && return 0
+		log "$id: cached build is of another recipe (tests/vm/kernels.sh PPCOAL_DEBUG_*): rebuilding"
+	fi
 	t0=$(date +%s)
 	prepare_image "$base"
 	host_apt_install gcc make flex bison bc libssl-dev libelf-dev cpio kmod xz-utils
@@ -423,6 +437,9 @@ prepare_debug() {
 	mkdir -p "$kd/src" "$kd/build" "$kd/root"
 	dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/linux-source-$fam.tar.xz" |
 		tar -xJ -C "$kd/src" --strip-components=1
+	# shellcheck disable=SC2086 # "DIR OBJECT FLAGS"
+	set -- $PPCOAL_DEBUG_OBJ_CFLAGS
+	printf '\n# ppcoal debug build (tests/vm/kernels.sh)\nCFLAGS_%s += %s\n' "$2" "$3" >>"$kd/src/$1/Makefile"
 	cp "$(kernel_modroot "$base")/boot/config-$bv" "$kd/build/.config"
 	{
 		echo "Module Size Used by"
@@ -449,6 +466,7 @@ prepare_debug() {
 	echo "$v" >"$kd/build/include/config/kernel.release"
 	cp "$kd/build/arch/x86/boot/bzImage" "$kd/vmlinuz"
 	depmod -b "$kd/root" "$v"
+	debug_recipe >"$kd/.debug-recipe"
 	echo "built in $(($(date +%s) - t0)) s with make -j$jobs on $(nproc) CPUs" >"$kd/.debug-ready"
 	log "$id: $(cat "$kd/.debug-ready")"
 }
