@@ -932,7 +932,7 @@ fi
 # fail_page_alloc) and skb heads (the fixture's and GRO's skbs, the tap's
 # clones: failslab on skbuff_head_cache). GFP_KERNEL allocations are left
 # alone (ignore-gfp-wait), so setup and teardown do not fail. Per pool kind:
-# coalesce and recycle modes and the clone policy flip every second, then
+# the coalesce mode flips every second and the recycle mode every 5 s, then
 # with traffic stopped the counters must add up; ppcoal is unloaded and
 # loaded again under traffic with faults on; then every pool must drain.
 # Length: ppcoal.faultsoak=SECONDS (default 30).
