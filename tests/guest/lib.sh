@@ -70,6 +70,13 @@ virtio_load() {
 }
 
 ppcoal_load() { insmod /ko/ppcoal.ko "$@"; }
+# pick "W0 W1 ..." I: word I modulo the number of words (the mode flips)
+pick() {
+	local i=$2
+	set -- $1
+	shift $((i % $#))
+	echo "$1"
+}
 # karg NAME DEFAULT: ppcoal.NAME=VALUE from the kernel command line
 karg() { v=$(sed -n "s/.*ppcoal\.$1=\([^ ]*\).*/\1/p" /proc/cmdline); echo "${v:-$2}"; }
 

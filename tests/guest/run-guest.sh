@@ -27,8 +27,9 @@ want() {
 	case ",$sel," in *",$1,"*) return 0 ;; *) return 1 ;; esac
 }
 # Tests that need a boot of their own (selected by name only); fault-soak
-# needs the debug kernels' fault injection.
-SEPARATE="lockdown-boot insn-plugin insn-recycle fault-soak"
+# needs the debug kernels' fault injection, dma-pool the edu device of the
+# dma boots.
+SEPARATE="lockdown-boot insn-plugin insn-recycle fault-soak dma-pool"
 
 cleanup() {
 	traffic_stop 2>/dev/null
@@ -904,10 +905,8 @@ if want soak; then
 		udp=$!
 		t=0
 		while [ $t -lt $((soak / 2)) ]; do
-			nm=$(echo $modes | wc -w)
-			m=$(echo $modes | cut -d' ' -f$((t % nm + 1)))
-			n=$(echo $policies | wc -w)
-			pol=$(echo $policies | cut -d' ' -f$((t % n + 1)))
+			m=$(pick "$modes" $t)
+			pol=$(pick "$policies" $t)
 			echo $m >$P/coalesce || bad "coalesce=$m"
 			echo $pol >$P/clone_policy || bad "clone_policy=$pol"
 			sleep 1
@@ -975,10 +974,10 @@ if want fault-soak; then
 			traffic_start -l 256
 			t=0
 			while [ $t -lt $((soak / 2)) ]; do
-				m=$(echo "on observe off" | cut -d' ' -f$((t % 3 + 1)))
+				m=$(pick "on observe off" $t)
 				# recycle: on for 5 s (owners are learned in a
 				# 2 s window), then observe or off for 5 s
-				r=$(echo "on observe on off" | cut -d' ' -f$((t / 5 % 4 + 1)))
+				r=$(pick "on observe on off" $((t / 5)))
 				echo $m >$P/coalesce || bad "coalesce=$m"
 				echo $r >$P/recycle || bad "recycle=$r"
 				sleep 1
@@ -1006,7 +1005,6 @@ if want fault-soak; then
 			wait $tp
 			fixture_down || bad "frag_pool=$fp: pools did not drain after the fault soak"
 		done
-		fault_set off
 	fi
 	end
 	cleanup
@@ -1223,6 +1221,108 @@ if want recycle-teardown; then
 	# asserted. That nothing outlives its pool is, above.
 	gt "$(delta recycle.owners_forgotten_napi_del /tmp/t0 /tmp/t1)" 0 "owners forgotten at NAPI delete"
 	echo "  owners forgotten: at NAPI delete $(delta recycle.owners_forgotten_napi_del /tmp/t0 /tmp/t1), at page_pool_destroy $(delta recycle.owners_forgotten_destroy /tmp/t0 /tmp/t1) (last load)"
+	end
+	cleanup
+fi
+
+# DMA-mapping pools (issue 13.2), in the "dma" boots: QEMU's edu PCI device
+# behind an emulated Intel IOMMU, the fixture's pools mapped on it (dma=1:
+# PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV). Per pool kind, with coalesce and
+# recycle on: cloned page-pool skbs coalesced (6.1 clone_policy=detach: a
+# page leaves its pool, and is unmapped, while clones still hold it; 6.12
+# upstream), direct recycling with the owner learned, held skbs freed in
+# process context, a pool recreated under traffic, teardown. On the debug
+# kernel DMA_API_DEBUG WARNs (dmesg-clean fails) at an unmap of an address
+# not mapped, a sync of one, or a mapping left when the driver unbinds; this
+# test also counts the edu device's mappings: some while the pools hold
+# pages, none after teardown, and no DMA-API error.
+DA=/sys/kernel/debug/dma-api
+# edu_addr: the PCI address of QEMU's edu device (1234:11e8)
+edu_addr() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat $d/vendor):$(cat $d/device)" = 0x1234:0x11e8 ] && { basename $d; return 0; }
+	done
+	return 1
+}
+# dma_maps DEV: DMA-API debug's mappings of PCI device DEV
+dma_maps() { awk -v d="$1" '$1 == d { n++ } END { print n + 0 }' $DA/dump; }
+if want dma-pool; then
+	begin dma-pool
+	edu=$(edu_addr) || bad "no edu PCI device (the dma boots run QEMU with -device edu)"
+	grp=$(readlink /sys/bus/pci/devices/$edu/iommu_group 2>/dev/null)
+	[ -n "$grp" ] || bad "edu $edu is in no IOMMU group: no IOMMU translates its DMA (qemu -device intel-iommu, intel_iommu=on)"
+	case "$(cat /sys/kernel/iommu_groups/${grp##*/}/type 2>/dev/null)" in
+	DMA | DMA-FQ) ;;
+	*) bad "edu's IOMMU domain is $(cat /sys/kernel/iommu_groups/${grp##*/}/type 2>/dev/null), not a translating DMA domain" ;;
+	esac
+	dapi=0
+	[ -r $DA/dump ] && dapi=1
+	[ $dapi = 1 ] || echo "  no DMA_API_DEBUG in $(uname -r): mappings not counted (the debug kernel counts them)"
+	[ $dapi = 0 ] || e0=$(cat $DA/error_count)
+	for fp in 0 1; do
+		cfg="frag_pool=$fp"
+		ppcoal_load coalesce=on recycle=on virtio=off || bad "$cfg: insmod ppcoal"
+		case "$(val recycle_target)" in
+		page_pool_return_skb_page) pol=detach ;;
+		*) pol=upstream ;;
+		esac
+		echo $pol >$P/clone_policy || bad "$cfg: clone_policy=$pol"
+		fixture_up dma=1 frag_pool=$fp linear=0 || { bad "$cfg: fixture_up dma=1"; ppcoal_unload; continue; }
+		eq "$(awk '$1 == "ppf1" { for (i = 1; i < NF; i++) if ($i == "dma") print $(i + 1) }' $FX/pools)" 1 "$cfg: ppf1's pool DMA-mapped"
+		blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$cfg: blackhole neighbour"
+		flood_until_known || bad "$cfg: no pool owner learned"
+		[ $dapi = 0 ] || gt "$(dma_maps $edu)" 0 "$cfg: pool pages mapped on edu"
+		snap /tmp/a
+		"$IP" netns exec peer pptap ppf1 >/tmp/pptap.out 2>&1 &
+		tp=$!
+		sleep 0.5
+		iperf 3 -l 256 >/dev/null || bad "$cfg: iperf3 TCP with the tap"
+		kill $tp
+		wait $tp
+		grep -q 'packets [1-9]' /tmp/pptap.out || bad "$cfg: the tap saw no packets: $(cat /tmp/pptap.out)"
+		snap /tmp/t
+		drop_flood 2
+		echo 100 >$FX/hold
+		i=0
+		while [ "$(fixture_held)" -lt 100 ] && [ $i -lt 20 ]; do drop_flood 1; i=$((i + 1)); done
+		echo process >$FX/release || bad "$cfg: release process"
+		sleep 0.3
+		snap /tmp/b
+		gt "$(delta coalesce.pp_cloned_from /tmp/a /tmp/t)" 0 "$cfg: cloned page-pool skbs coalesced ($(delta coalesce.calls /tmp/a /tmp/t) coalesce calls, $(cat /tmp/pptap.out))"
+		[ $pol != detach ] || [ $fp = 1 ] ||
+			gt "$(delta coalesce.clone_detached /tmp/a /tmp/b)" 0 "$cfg: pages detached from a DMA pool"
+		gt "$(delta recycle.direct /tmp/a /tmp/b)" 0 "$cfg: direct puts into a DMA pool"
+		check_sums /tmp/a /tmp/b
+		echo "METRIC $(uname -r) dma-pool $cfg policy=$pol cloned=$(delta coalesce.pp_cloned_from /tmp/a /tmp/b) detached=$(delta coalesce.clone_detached /tmp/a /tmp/b) direct=$(delta recycle.direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b) edu_maps=$([ $dapi = 0 ] || dma_maps $edu)"
+		# teardown under traffic: the pair recreated, then unloaded
+		traffic_start -l 256
+		sleep 1
+		echo 1 >/sys/module/ppcoal_fixture/parameters/recreate || bad "$cfg: recreate under traffic"
+		traffic_stop
+		fixture_down || bad "$cfg: pools did not drain"
+		[ $dapi = 0 ] || eq "$(dma_maps $edu)" 0 "$cfg: no page left mapped after teardown"
+		ppcoal_unload || bad "$cfg: rmmod ppcoal"
+	done
+	# the device unbound under the pools: they go first, drained, and
+	# dma=1 then refuses with the reason
+	if fixture_up dma=1 frag_pool=0 linear=0; then
+		traffic_start -l 256
+		sleep 1
+		n0=$(dmesg | grep -c 'pool drained')
+		echo $edu >/sys/bus/pci/drivers/ppcoal_fixture/unbind || bad "unbind edu"
+		traffic_stop
+		eq $(($(dmesg | grep -c 'pool drained') - n0)) 2 "both pools drained when edu was unbound"
+		! dmesg | grep -q 'pool LEAK' || bad "$(dmesg | grep 'pool LEAK' | tail -n 1)"
+		[ ! -e /sys/class/net/ppf0 ] || bad "ppf0 outlived its DMA device"
+		echo 1 >/sys/module/ppcoal_fixture/parameters/recreate 2>/dev/null && bad "dma=1 pair created without a DMA device"
+		dmesg_has "dma=1: no DMA device" || bad "no dmesg line for the refused dma=1 pair"
+		[ $dapi = 0 ] || eq "$(dma_maps $edu)" 0 "no page left mapped after the unbind"
+		rmmod ppcoal_fixture || bad "rmmod of the fixture after the unbind"
+	else
+		bad "fixture_up dma=1 for the unbind"
+	fi
+	[ $dapi = 0 ] || eq "$(cat $DA/error_count)" "$e0" "no DMA-API error"
 	end
 	cleanup
 fi

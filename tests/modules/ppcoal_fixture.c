@@ -33,6 +33,17 @@
  *              ppcoal's owner table. Drained and destroyed with the pair
  *              ("extra pools drained" or "pool LEAK" in dmesg).
  *
+ *   dma        the pools map their pages for DMA (PP_FLAG_DMA_MAP |
+ *              PP_FLAG_DMA_SYNC_DEV, from the device) on QEMU's edu PCI
+ *              device (-device edu), which the fixture binds as a PCI
+ *              driver: behind an IOMMU (-device intel-iommu) every page
+ *              gets an IOVA, and with CONFIG_DMA_API_DEBUG the kernel
+ *              reports a page unmapped twice, synced after its unmap, or
+ *              still mapped when the driver unbinds. The poll does what a
+ *              NIC driver does before it reads a received buffer: a sync
+ *              for the CPU of the range it fills (the "device" is the
+ *              CPU's copy, made after that sync). edu never DMAs itself.
+ *
  * 6.12: writing to .../withdraw calls page_pool_disable_direct_recycling()
  * on ppf1's pool (a driver withdrawing direct recycling from a live pool).
  *
@@ -49,6 +60,7 @@
 #include <linux/hrtimer.h>
 #include <linux/module.h>
 #include <linux/netdevice.h>
+#include <linux/pci.h>
 #include <linux/rtnetlink.h>
 #include <linux/seq_file.h>
 #include <linux/skbuff.h>
@@ -84,6 +96,9 @@ MODULE_PARM_DESC(pp_napi, "6.12: register the NAPI with the pool (page_pool_para
 static bool gro = true;
 module_param(gro, bool, 0644);
 MODULE_PARM_DESC(gro, "deliver through napi_gro_receive (else netif_receive_skb)");
+static bool dma;
+module_param(dma, bool, 0644);
+MODULE_PARM_DESC(dma, "DMA-mapping pools (PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV) on QEMU's edu PCI device");
 
 struct ppf_extra {
 	struct page_pool **pool;
@@ -103,13 +118,15 @@ struct ppf_priv {
 	atomic_t hold;
 	bool frag;		/* this pool's kind, fixed at creation */
 	bool linear;
+	struct device *dma_dev;	/* the pools' DMA device (dma=1), or NULL */
 	atomic_long_t rx_packets, rx_bytes, rx_dropped;
 	atomic_long_t tx_packets, tx_bytes, tx_dropped;
 };
 
 static struct net_device *ppf_dev[2];
 static struct dentry *ppf_debugfs;
-static DEFINE_MUTEX(ppf_lock);	/* pair creation and teardown */
+static DEFINE_MUTEX(ppf_lock);	/* pair creation and teardown, ppf_pdev */
+static struct pci_dev *ppf_pdev;	/* the bound edu device, for dma=1 */
 static char ppf_report[2048];	/* teardown verdicts, newest last */
 
 static netdev_tx_t ppf_xmit(struct sk_buff *skb, struct net_device *dev)
@@ -167,6 +184,20 @@ static void ppf_unbuf(struct page *page)
 	page_pool_put_full_page(page->pp, page, true);
 }
 
+/*
+ * The received bytes at @off..@off+@len of @page become the CPU's, as a
+ * NIC driver makes them before reading them (dma_sync_single_range_for_cpu
+ * on the pool's mapping: mlx5, bnxt, ...). Here the CPU writes them after.
+ */
+static void ppf_sync_for_cpu(struct ppf_priv *priv, struct page *page,
+			     unsigned int off, unsigned int len)
+{
+	if (priv->dma_dev)
+		dma_sync_single_range_for_cpu(priv->dma_dev,
+					      page_pool_get_dma_addr(page),
+					      off, len, DMA_FROM_DEVICE);
+}
+
 static struct sk_buff *ppf_build_linear(struct ppf_priv *priv,
 					struct sk_buff *src)
 {
@@ -181,6 +212,7 @@ static struct sk_buff *ppf_build_linear(struct ppf_priv *priv,
 	if (PPF_HEADROOM + len +
 	    SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) > size)
 		goto put;
+	ppf_sync_for_cpu(priv, page, off, PPF_HEADROOM + len);
 	buf = page_address(page) + off;
 	if (skb_copy_bits(src, 0, buf + PPF_HEADROOM, len))
 		goto put;
@@ -215,8 +247,12 @@ static struct sk_buff *ppf_build_frags(struct ppf_priv *priv,
 		page = ppf_buf(priv, &off, &size);
 		if (!page)
 			goto free;
-		if (len - hlen > size ||
-		    skb_copy_bits(src, hlen, page_address(page) + off,
+		if (len - hlen > size) {
+			ppf_unbuf(page);
+			goto free;
+		}
+		ppf_sync_for_cpu(priv, page, off, len - hlen);
+		if (skb_copy_bits(src, hlen, page_address(page) + off,
 				  len - hlen)) {
 			ppf_unbuf(page);
 			goto free;
@@ -380,7 +416,7 @@ static int ppf_extra_create(struct ppf_extra *x,
 	return 0;
 }
 
-static struct net_device *ppf_create(int i)
+static struct net_device *ppf_create(int i, struct device *dma_dev)
 {
 	struct page_pool_params pp = {
 		.order = 0,
@@ -404,8 +440,21 @@ static struct net_device *ppf_create(int i)
 	hrtimer_init(&priv->irq_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	priv->irq_timer.function = ppf_irq_timer;
 	netif_napi_add(dev, &priv->napi, ppf_poll);
-	/* the pool's device is its netdev's, as veth's (no DMA mapping) */
-	pp.dev = &dev->dev;
+	if (dma_dev) {
+		/* as a NIC's: mapped at allocation, synced for the device at
+		 * every recycle, unmapped when the page leaves the pool
+		 */
+		pp.dev = dma_dev;
+		pp.flags |= PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV;
+		pp.dma_dir = DMA_FROM_DEVICE;
+		pp.max_len = PAGE_SIZE;
+		priv->dma_dev = pp.dev;
+		/* a PCI NIC's netdev is its PCI device's child */
+		SET_NETDEV_DEV(dev, dma_dev);
+	} else {
+		/* the netdev's, as veth's (no DMA mapping) */
+		pp.dev = &dev->dev;
+	}
 #ifdef PPC_HAVE_PP_FRAG_COUNT
 	if (frag_pool)
 		pp.flags |= PP_FLAG_PAGE_FRAG;
@@ -504,11 +553,20 @@ static void ppf_destroy_pair(void)
 
 static int ppf_create_pair(void)
 {
+	struct device *dma_dev = NULL;
 	struct ppf_priv *p0, *p1;
+	struct page_pool *pool;
+	bool want_dma = READ_ONCE(dma);	/* once: both devices alike */
 	int i;
 
+	if (want_dma && ppf_pdev) {
+		dma_dev = &ppf_pdev->dev;
+	} else if (want_dma) {
+		pr_err("dma=1: no DMA device: the fixture maps its pools on QEMU's edu PCI device (qemu -device edu), and none is bound to it\n");
+		return -ENODEV;
+	}
 	for (i = 0; i < 2; i++) {
-		ppf_dev[i] = ppf_create(i);
+		ppf_dev[i] = ppf_create(i, dma_dev);
 		if (IS_ERR(ppf_dev[i])) {
 			int err = PTR_ERR(ppf_dev[i]);
 
@@ -516,9 +574,11 @@ static int ppf_create_pair(void)
 			if (i) {
 				rtnl_lock();
 				p0 = netdev_priv(ppf_dev[0]);
+				/* the device is freed by the unregister */
+				pool = p0->pool;
 				unregister_netdevice(ppf_dev[0]);
 				rtnl_unlock();
-				page_pool_destroy(p0->pool);
+				page_pool_destroy(pool);
 				ppf_dev[0] = NULL;
 			}
 			return err;
@@ -528,10 +588,11 @@ static int ppf_create_pair(void)
 	p1 = netdev_priv(ppf_dev[1]);
 	p0->peer = ppf_dev[1];
 	p1->peer = ppf_dev[0];
-	pr_info("ppf0/ppf1: %s pool, %s skbs%s%s\n",
+	pr_info("ppf0/ppf1: %s pool, %s skbs%s%s%s\n",
 		frag_pool ? "frag" : "page-per-buffer",
 		linear ? "linear (build_skb)" : "header + page-frag",
-		pp_napi ? ", pp_params.napi set" : "", gro ? ", GRO" : "");
+		pp_napi ? ", pp_params.napi set" : "", gro ? ", GRO" : "",
+		dma_dev ? ", DMA-mapped on the edu device" : "");
 	return 0;
 }
 
@@ -565,8 +626,9 @@ static int ppf_pools_show(struct seq_file *m, void *v)
 			continue;
 		priv = netdev_priv(ppf_dev[i]);
 		ppf_count_pool(priv->pool, &c);
-		seq_printf(m, "%s frag %d linear %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld held %u\n",
-			   ppf_dev[i]->name, priv->frag, priv->linear, c.hold,
+		seq_printf(m, "%s frag %d linear %d dma %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld held %u\n",
+			   ppf_dev[i]->name, priv->frag, priv->linear,
+			   !!priv->dma_dev, c.hold,
 			   c.release, c.cached, c.ring, c.frag, c.inflight,
 			   skb_queue_len(&priv->held));
 	}
@@ -667,15 +729,74 @@ static const struct file_operations ppf_withdraw_fops = {
 };
 #endif
 
+/*
+ * QEMU's educational PCI device, 1234:11e8 (hw/misc/edu.c, QEMU's
+ * docs/specs/edu.rst): the pools' DMA device
+ */
+static const struct pci_device_id ppf_pci_ids[] = {
+	{ PCI_DEVICE(0x1234, 0x11e8) },
+	{ }
+};
+
+static int ppf_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	int err;
+
+	err = pcim_enable_device(pdev);
+	if (err)
+		return err;
+	/* edu,dma_mask=... on the QEMU command line says the same */
+	err = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (err)
+		return err;
+	mutex_lock(&ppf_lock);
+	if (ppf_pdev)
+		err = -EBUSY;	/* one is enough */
+	else
+		ppf_pdev = pdev;
+	mutex_unlock(&ppf_lock);
+	if (!err)
+		dev_info(&pdev->dev, "the DMA device of dma=1 pools\n");
+	return err;
+}
+
+static void ppf_pci_remove(struct pci_dev *pdev)
+{
+	struct ppf_priv *priv;
+
+	mutex_lock(&ppf_lock);
+	if (ppf_dev[0]) {
+		priv = netdev_priv(ppf_dev[0]);
+		/* pools mapped on this device go first (a sysfs unbind) */
+		if (priv->dma_dev == &pdev->dev)
+			ppf_destroy_pair();
+	}
+	ppf_pdev = NULL;
+	mutex_unlock(&ppf_lock);
+}
+
+static struct pci_driver ppf_pci_driver = {
+	.name = KBUILD_MODNAME,
+	.id_table = ppf_pci_ids,
+	.probe = ppf_pci_probe,
+	.remove = ppf_pci_remove,
+};
+
 static int __init ppf_init(void)
 {
 	int err;
 
+	/* binds a present edu device now, before the pools need it */
+	err = pci_register_driver(&ppf_pci_driver);
+	if (err)
+		return err;
 	mutex_lock(&ppf_lock);
 	err = ppf_create_pair();
 	mutex_unlock(&ppf_lock);
-	if (err)
+	if (err) {
+		pci_unregister_driver(&ppf_pci_driver);
 		return err;
+	}
 	ppf_debugfs = debugfs_create_dir("ppcoal_fixture", NULL);
 	debugfs_create_file("pools", 0444, ppf_debugfs, NULL, &ppf_pools_fops);
 	debugfs_create_file("teardown", 0444, ppf_debugfs, NULL,
@@ -696,6 +817,8 @@ static void __exit ppf_exit(void)
 	mutex_lock(&ppf_lock);
 	ppf_destroy_pair();
 	mutex_unlock(&ppf_lock);
+	/* after the pools: their pages are unmapped before the device goes */
+	pci_unregister_driver(&ppf_pci_driver);
 }
 
 module_init(ppf_init);
