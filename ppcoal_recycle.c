@@ -24,7 +24,9 @@
  *    pools only inside their NAPI poll or while it is disabled, destroy a
  *    pool only after napi_disable(), and free no pool page in ->poll()
  *    after napi_complete_done(). The driver is the module that holds the
- *    NAPI's ->poll function. recycle_drivers adds drivers (experts only);
+ *    NAPI's ->poll function, which must be the one its row names (the
+ *    code the audit read). recycle_drivers adds whole drivers (experts
+ *    only);
  *  - which NAPI each CPU polls now: marked at __napi_poll() entry
  *    (ftrace), the only caller of ->poll from net_rx_action() and threaded
  *    NAPI, unmarked by the napi:napi_poll tracepoint after ->poll returns
@@ -519,9 +521,11 @@ static int ppc_destroy_resolve(void)
 /* The audited drivers (ppcoal_tables.h), and the ones an expert added. */
 static const struct {
 	const char *module;
+	const char *poll;
 	const char *audit;
 } ppc_audited[] = {
-#define PPC_AUDITED(mod, lines) { .module = #mod, .audit = lines },
+#define PPC_AUDITED(mod, fn, lines) \
+	{ .module = #mod, .poll = #fn, .audit = lines },
 #include "ppcoal_tables.h"
 #undef PPC_AUDITED
 };
@@ -531,25 +535,30 @@ static char ppc_extra[PPC_EXTRA_MAX][MODULE_NAME_LEN];	/* under ppc_lock */
 static int ppc_extra_n;
 
 /*
- * Is the driver that polls @napi audited? Its ->poll function's module, as
- * kallsyms names it ("fn+off/size [module]"). The module cannot go away
- * meanwhile: this CPU runs inside that poll. The extra list changes only
- * while recycle is not on, when no allocation probe is armed.
+ * Is the driver that polls @napi audited? Its ->poll function and that
+ * function's module, as kallsyms names them ("fn+off/size [module]"): a
+ * row of the table names both, an expert's extra names the module. The
+ * module cannot go away meanwhile: this CPU runs inside that poll. The
+ * extra list changes only while recycle is not on, when no allocation
+ * probe is armed.
  */
 static bool notrace ppc_napi_audited(struct napi_struct *napi)
 {
-	char sym[KSYM_SYMBOL_LEN], *mod, *end;
+	char sym[KSYM_SYMBOL_LEN], *mod, *end, *off;
 	int i;
 
 	sprint_symbol(sym, (unsigned long)READ_ONCE(napi->poll));
 	mod = strrchr(sym, '[');
 	end = mod ? strchr(mod, ']') : NULL;
-	if (!end)
+	off = strchr(sym, '+');
+	if (!end || !off || off > mod)
 		return false;	/* built into the kernel: none is audited */
 	*end = '\0';
+	*off = '\0';		/* sym is the function's name now */
 	mod++;
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		if (!strcmp(mod, ppc_audited[i].module))
+		if (!strcmp(mod, ppc_audited[i].module) &&
+		    !strcmp(sym, ppc_audited[i].poll))
 			return true;
 	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
 		if (!strcmp(mod, ppc_extra[i]))

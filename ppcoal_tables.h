@@ -39,18 +39,23 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
 
 #ifdef PPC_AUDITED
 /*
- * PPC_AUDITED(module, audit): drivers whose page pools recycle=on may put
- * pages straight into, because a reading of their source shows that
- * (1) they allocate from a pool only inside their NAPI poll or while that
- * NAPI is disabled, (2) they destroy a pool only after napi_disable(),
+ * PPC_AUDITED(module, poll, audit): drivers whose page pools recycle=on
+ * may put pages straight into, because a reading of their source shows
+ * that (1) they allocate from a pool only inside their NAPI poll or while
+ * that NAPI is disabled, (2) they destroy a pool only after napi_disable(),
  * and (3) their ->poll() frees no pool page after napi_complete_done().
  * The driver of a pool is the module holding the ->poll() of the NAPI
- * that polls while the pool allocates. audit: the lines it rests on (the
- * README's "Direct recycling" says what each shows).
+ * that polls while the pool allocates, and that ->poll() must be the
+ * function the audit read: a NAPI of the same module polled by another
+ * function (another code path: its pools may be filled elsewhere) is not
+ * eligible. audit: the lines it rests on (the README's "Direct recycling"
+ * says what each shows).
  */
-PPC_AUDITED(ppcoal_fixture,
-	    "tests/modules/ppcoal_fixture.c: ppf_buf, ppf_poll, ppf_destroy_pair")
-PPC_AUDITED(veth, "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
+PPC_AUDITED(ppcoal_fixture, ppf_poll,
+	    "tests/modules/ppcoal_fixture.c: ppf_pool_buf, ppf_poll, ppf_destroy_pair")
+/* veth_poll: 6.1 drivers/net/veth.c:1080,1179; 6.12 1129,1228 */
+PPC_AUDITED(veth, veth_poll,
+	    "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
 #endif
 
 #ifdef PPC_TRACEPOINT

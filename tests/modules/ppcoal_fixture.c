@@ -44,6 +44,23 @@
  *              for the CPU of the range it fills (the "device" is the
  *              CPU's copy, made after that sync). edu never DMAs itself.
  *
+ *   refill     xen-netfront's pattern (drivers/net/xen-netfront.c: a
+ *              refill under queue->rx_lock from process context while the
+ *              NAPI is enabled, 6.12 lines 374-376, 2490-2492): ppf1's
+ *              buffers come from a driver ring of PPF_RING, filled under
+ *              a driver lock by its poll and by a work item in process
+ *              context every jiffy; the poll delivers its skbs after the
+ *              lock, so a direct put in the poll would race the work's
+ *              allocation. This NAPI is polled by ppf_poll_ring(), which
+ *              the audit of ppf_poll() does not cover: ppcoal must never
+ *              put a page of it directly unless told to
+ *              (recycle_drivers=ppcoal_fixture: the forced experiment).
+ *              Writing to .../reset then does bnxt's queue reset (6.12
+ *              bnxt_queue_stop(), bnxt.c:15643): from process context
+ *              while the NAPI polls, every ring buffer goes back to the
+ *              pool and the ring is filled again (6.12: after
+ *              page_pool_disable_direct_recycling(), as bnxt).
+ *
  * 6.12: writing to .../withdraw calls page_pool_disable_direct_recycling()
  * on ppf1's pool (a driver withdrawing direct recycling from a live pool).
  *
@@ -77,6 +94,7 @@
 #define PPF_BUF 2048		/* buffer size in frag mode */
 #define PPF_RXQ_MAX 1024	/* frames waiting for the receiving poll */
 #define PPF_HEADROOM (NET_SKB_PAD + NET_IP_ALIGN)
+#define PPF_RING 64		/* refill=1: buffers in the driver ring */
 
 static bool frag_pool;
 module_param(frag_pool, bool, 0644);
@@ -99,6 +117,15 @@ MODULE_PARM_DESC(gro, "deliver through napi_gro_receive (else netif_receive_skb)
 static bool dma;
 module_param(dma, bool, 0644);
 MODULE_PARM_DESC(dma, "DMA-mapping pools (PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV) on QEMU's edu PCI device");
+static bool refill;
+module_param(refill, bool, 0644);
+MODULE_PARM_DESC(refill, "xen-netfront's pattern: ppf1's buffers from a ring a work item refills from process context while the NAPI is enabled");
+
+/* A receive buffer of the driver ring (refill=1). */
+struct ppf_rbuf {
+	struct page *page;
+	unsigned int off, size;
+};
 
 struct ppf_extra {
 	struct page_pool **pool;
@@ -119,6 +146,11 @@ struct ppf_priv {
 	bool frag;		/* this pool's kind, fixed at creation */
 	bool linear;
 	struct device *dma_dev;	/* the pools' DMA device (dma=1), or NULL */
+	bool refill;		/* refill=1: the driver ring, ppf_poll_ring() */
+	spinlock_t ring_lock;	/* the driver lock: ring, ring_n */
+	struct ppf_rbuf ring[PPF_RING];
+	unsigned int ring_n;
+	struct delayed_work refill_work;
 	atomic_long_t rx_packets, rx_bytes, rx_dropped;
 	atomic_long_t tx_packets, tx_bytes, tx_dropped;
 };
@@ -158,13 +190,13 @@ drop:
 }
 
 /* One receive buffer from the pool: page and offset, size in *size. */
-static struct page *ppf_buf(struct ppf_priv *priv, unsigned int *off,
-			    unsigned int *size)
+static struct page *ppf_pool_buf(struct ppf_priv *priv, unsigned int *off,
+				 unsigned int *size)
 {
 	struct page_pool *pool = priv->pool;
 
 	if (priv->xp.n) {
-		/* only ppf_poll() allocates: no race on next */
+		/* one allocator at a time: the poll, or under ring_lock */
 		if (priv->next)
 			pool = priv->xp.pool[priv->next - 1];
 		priv->next = (priv->next + 1) % (priv->xp.n + 1);
@@ -178,10 +210,73 @@ static struct page *ppf_buf(struct ppf_priv *priv, unsigned int *off,
 	return page_pool_dev_alloc_pages(pool);
 }
 
-/* Give back a buffer of ppf_buf() unused (inside the poll). */
-static void ppf_unbuf(struct page *page)
+/* Fill the driver ring from the pool up to @n buffers. Under ring_lock. */
+static void ppf_ring_fill(struct ppf_priv *priv, unsigned int n)
 {
-	page_pool_put_full_page(page->pp, page, true);
+	struct ppf_rbuf *r;
+
+	while (priv->ring_n < n) {
+		r = &priv->ring[priv->ring_n];
+		r->page = ppf_pool_buf(priv, &r->off, &r->size);
+		if (!r->page)
+			break;
+		priv->ring_n++;
+	}
+}
+
+/* Give every buffer of the driver ring back to the pool. Under ring_lock. */
+static void ppf_ring_empty(struct ppf_priv *priv)
+{
+	struct page *page;
+
+	while (priv->ring_n) {
+		page = priv->ring[--priv->ring_n].page;
+		page_pool_put_full_page(page->pp, page, false);
+	}
+}
+
+/* refill=1: the work item, from process context, every jiffy while up */
+static void ppf_refill_fn(struct work_struct *work)
+{
+	struct ppf_priv *priv = container_of(to_delayed_work(work),
+					     struct ppf_priv, refill_work);
+
+	spin_lock_bh(&priv->ring_lock);
+	ppf_ring_fill(priv, PPF_RING);
+	spin_unlock_bh(&priv->ring_lock);
+	schedule_delayed_work(&priv->refill_work, 1);
+}
+
+/* One receive buffer: from the pool, or (refill=1) from the driver ring. */
+static struct page *ppf_buf(struct ppf_priv *priv, unsigned int *off,
+			    unsigned int *size)
+{
+	struct page *page = NULL;
+	struct ppf_rbuf *r;
+
+	if (!priv->refill)
+		return ppf_pool_buf(priv, off, size);
+	spin_lock(&priv->ring_lock);	/* inside the poll: BH are off */
+	if (!priv->ring_n)
+		ppf_ring_fill(priv, PPF_RING);
+	if (priv->ring_n) {
+		r = &priv->ring[--priv->ring_n];
+		page = r->page;
+		*off = r->off;
+		*size = r->size;
+	}
+	spin_unlock(&priv->ring_lock);
+	return page;
+}
+
+/*
+ * Give back a buffer of ppf_buf() unused, inside the poll: into the cache
+ * when the pool is the poll's alone, else through the ring (refill=1:
+ * the work item may be allocating from the cache on another CPU).
+ */
+static void ppf_unbuf(struct ppf_priv *priv, struct page *page)
+{
+	page_pool_put_full_page(page->pp, page, !priv->refill);
 }
 
 /*
@@ -225,7 +320,7 @@ static struct sk_buff *ppf_build_linear(struct ppf_priv *priv,
 	skb_mark_for_recycle(skb);
 	return skb;
 put:
-	ppf_unbuf(page);
+	ppf_unbuf(priv, page);
 	return NULL;
 }
 
@@ -248,13 +343,13 @@ static struct sk_buff *ppf_build_frags(struct ppf_priv *priv,
 		if (!page)
 			goto free;
 		if (len - hlen > size) {
-			ppf_unbuf(page);
+			ppf_unbuf(priv, page);
 			goto free;
 		}
 		ppf_sync_for_cpu(priv, page, off, len - hlen);
 		if (skb_copy_bits(src, hlen, page_address(page) + off,
 				  len - hlen)) {
-			ppf_unbuf(page);
+			ppf_unbuf(priv, page);
 			goto free;
 		}
 		skb_add_rx_frag(skb, 0, page, off, len - hlen, size);
@@ -274,7 +369,7 @@ static enum hrtimer_restart ppf_irq_timer(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
-static int ppf_poll(struct napi_struct *napi, int budget)
+static int __ppf_poll(struct napi_struct *napi, int budget)
 {
 	struct ppf_priv *priv = container_of(napi, struct ppf_priv, napi);
 	struct net_device *dev = napi->dev;
@@ -315,12 +410,36 @@ static int ppf_poll(struct napi_struct *napi, int budget)
 	return done;
 }
 
+/* The poll the audit (ppcoal_tables.h) read: the pool is its alone. */
+static int ppf_poll(struct napi_struct *napi, int budget)
+{
+	return __ppf_poll(napi, budget);
+}
+
+/*
+ * refill=1: the same poll over the driver ring, filled first under the
+ * driver lock (xen-netfront's poll refills under rx_lock); the work item
+ * fills it from process context every jiffy, and a reset empties and
+ * fills it: the pool allocates in and outside the poll while it polls.
+ */
+static int ppf_poll_ring(struct napi_struct *napi, int budget)
+{
+	struct ppf_priv *priv = container_of(napi, struct ppf_priv, napi);
+
+	spin_lock(&priv->ring_lock);
+	ppf_ring_fill(priv, PPF_RING);
+	spin_unlock(&priv->ring_lock);
+	return __ppf_poll(napi, budget);
+}
+
 static int ppf_open(struct net_device *dev)
 {
 	struct ppf_priv *priv = netdev_priv(dev);
 
 	napi_enable(&priv->napi);
 	netif_start_queue(dev);
+	if (priv->refill)
+		schedule_delayed_work(&priv->refill_work, 1);
 	return 0;
 }
 
@@ -329,9 +448,15 @@ static int ppf_stop(struct net_device *dev)
 	struct ppf_priv *priv = netdev_priv(dev);
 
 	netif_stop_queue(dev);
+	if (priv->refill)
+		cancel_delayed_work_sync(&priv->refill_work);
 	hrtimer_cancel(&priv->irq_timer);
 	napi_disable(&priv->napi);
 	skb_queue_purge(&priv->rxq);
+	/* nothing fills the ring any more: its buffers go home */
+	spin_lock_bh(&priv->ring_lock);
+	ppf_ring_empty(priv);
+	spin_unlock_bh(&priv->ring_lock);
 	return 0;
 }
 
@@ -439,7 +564,12 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 	priv->irq_usecs = irq_usecs;
 	hrtimer_init(&priv->irq_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	priv->irq_timer.function = ppf_irq_timer;
-	netif_napi_add(dev, &priv->napi, ppf_poll);
+	spin_lock_init(&priv->ring_lock);
+	INIT_DELAYED_WORK(&priv->refill_work, ppf_refill_fn);
+	/* refill=1: ppf1 only, ppf0 (the sender's side) stays audited */
+	priv->refill = i && refill;
+	netif_napi_add(dev, &priv->napi,
+		       priv->refill ? ppf_poll_ring : ppf_poll);
 	if (dma_dev) {
 		/* as a NIC's: mapped at allocation, synced for the device at
 		 * every recycle, unmapped when the page leaves the pool
@@ -559,6 +689,13 @@ static int ppf_create_pair(void)
 	bool want_dma = READ_ONCE(dma);	/* once: both devices alike */
 	int i;
 
+	if (READ_ONCE(refill) && READ_ONCE(pp_napi)) {
+		/* the kernel itself would recycle directly into a pool that the
+		 * work item fills from process context: the driver bug itself
+		 */
+		pr_err("refill=1 with pp_napi=1: a pool filled from process context cannot name its NAPI; set one of them to 0\n");
+		return -EINVAL;
+	}
 	if (want_dma && ppf_pdev) {
 		dma_dev = &ppf_pdev->dev;
 	} else if (want_dma) {
@@ -588,11 +725,12 @@ static int ppf_create_pair(void)
 	p1 = netdev_priv(ppf_dev[1]);
 	p0->peer = ppf_dev[1];
 	p1->peer = ppf_dev[0];
-	pr_info("ppf0/ppf1: %s pool, %s skbs%s%s%s\n",
+	pr_info("ppf0/ppf1: %s pool, %s skbs%s%s%s%s\n",
 		frag_pool ? "frag" : "page-per-buffer",
 		linear ? "linear (build_skb)" : "header + page-frag",
 		pp_napi ? ", pp_params.napi set" : "", gro ? ", GRO" : "",
-		dma_dev ? ", DMA-mapped on the edu device" : "");
+		dma_dev ? ", DMA-mapped on the edu device" : "",
+		refill ? ", ppf1 refilled from process context" : "");
 	return 0;
 }
 
@@ -626,9 +764,9 @@ static int ppf_pools_show(struct seq_file *m, void *v)
 			continue;
 		priv = netdev_priv(ppf_dev[i]);
 		ppf_count_pool(priv->pool, &c);
-		seq_printf(m, "%s frag %d linear %d dma %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld held %u\n",
+		seq_printf(m, "%s frag %d linear %d dma %d refill %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld held %u\n",
 			   ppf_dev[i]->name, priv->frag, priv->linear,
-			   !!priv->dma_dev, c.hold,
+			   !!priv->dma_dev, priv->refill, c.hold,
 			   c.release, c.cached, c.ring, c.frag, c.inflight,
 			   skb_queue_len(&priv->held));
 	}
@@ -706,6 +844,45 @@ static ssize_t ppf_release_write(struct file *file, const char __user *ubuf,
 
 static const struct file_operations ppf_release_fops = {
 	.write = ppf_release_write,
+};
+
+/*
+ * refill=1: bnxt's queue reset on ppf1, from this write (process context)
+ * while its NAPI polls: the ring's buffers back to the pool, then a new
+ * fill. 6.12: direct recycling withdrawn first, as bnxt_queue_stop() does.
+ */
+static ssize_t ppf_reset_write(struct file *file, const char __user *ubuf,
+			       size_t len, loff_t *ppos)
+{
+	struct ppf_priv *priv;
+	int err = -ENODEV;
+
+	mutex_lock(&ppf_lock);
+	/* rtnl: ppf1 cannot go down meanwhile (ppf_stop() empties the ring) */
+	rtnl_lock();
+	if (ppf_dev[1]) {
+		priv = netdev_priv(ppf_dev[1]);
+		err = !priv->refill ? -EINVAL :
+		      !netif_running(ppf_dev[1]) ? -ENETDOWN : 0;
+	}
+	if (!err) {
+#ifdef PPC_HAVE_PP_DISABLE_DIRECT
+		page_pool_disable_direct_recycling(priv->pool);
+#endif
+		spin_lock_bh(&priv->ring_lock);
+		ppf_ring_empty(priv);
+		ppf_ring_fill(priv, PPF_RING);
+		spin_unlock_bh(&priv->ring_lock);
+	}
+	rtnl_unlock();
+	mutex_unlock(&ppf_lock);
+	if (err == -EINVAL)
+		pr_err("reset: ppf1 has no driver ring: recreate the pair with refill=1\n");
+	return err ? err : len;
+}
+
+static const struct file_operations ppf_reset_fops = {
+	.write = ppf_reset_write,
 };
 
 #ifdef PPC_HAVE_PP_DISABLE_DIRECT
@@ -808,6 +985,7 @@ static int __init ppf_init(void)
 #endif
 	debugfs_create_file("release", 0200, ppf_debugfs, NULL,
 			    &ppf_release_fops);
+	debugfs_create_file("reset", 0200, ppf_debugfs, NULL, &ppf_reset_fops);
 	return 0;
 }
 
