@@ -334,8 +334,10 @@ share_pm() {
 }
 # peer_rx DEV: rx_packets of DEV in netns peer
 peer_rx() { "$IP" netns exec peer cat "/sys/class/net/$1/statistics/rx_packets"; }
+# ppf1_field NAME: the value after NAME on ppf1's line of the pools file
+ppf1_field() { awk -v k="$1" '$1 == "ppf1" { for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' $FX/pools; }
 # fixture_held: skbs ppf1 keeps for "release"
-fixture_held() { awk '$1 == "ppf1" { for (i = 1; i < NF; i++) if ($i == "held") print $(i + 1) }' $FX/pools; }
+fixture_held() { ppf1_field held; }
 # softnet_dropped: packets dropped at full backlogs, all CPUs (softnet_stat
 # column 2, hex)
 softnet_dropped() {

@@ -1269,7 +1269,7 @@ if want dma-pool; then
 		esac
 		echo $pol >$P/clone_policy || bad "$cfg: clone_policy=$pol"
 		fixture_up dma=1 frag_pool=$fp linear=0 || { bad "$cfg: fixture_up dma=1"; ppcoal_unload; continue; }
-		eq "$(awk '$1 == "ppf1" { for (i = 1; i < NF; i++) if ($i == "dma") print $(i + 1) }' $FX/pools)" 1 "$cfg: ppf1's pool DMA-mapped"
+		eq "$(ppf1_field dma)" 1 "$cfg: ppf1's pool DMA-mapped"
 		blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$cfg: blackhole neighbour"
 		flood_until_known || bad "$cfg: no pool owner learned"
 		[ $dapi = 0 ] || gt "$(dma_maps $edu)" 0 "$cfg: pool pages mapped on edu"
@@ -1357,7 +1357,7 @@ if want recycle-driver-patterns; then
 	for fp in 0 1; do
 		cfg="frag_pool=$fp dma=$dm"
 		fixture_up refill=1 dma=$dm frag_pool=$fp linear=0 || { bad "$cfg: fixture_up refill=1"; continue; }
-		eq "$(awk '$1 == "ppf1" { for (i = 1; i < NF; i++) if ($i == "refill") print $(i + 1) }' $FX/pools)" 1 "$cfg: ppf1 refilled by the work item"
+		eq "$(ppf1_field refill)" 1 "$cfg: ppf1 refilled by the work item"
 		blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$cfg: blackhole neighbour"
 		# the learner meets the pool: a verdict, not an owner
 		snap /tmp/a
