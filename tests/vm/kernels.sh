@@ -17,6 +17,8 @@
 #   deb12-debug  deb12's own Debian source and config with the sanitizers
 #             (KASAN, KFENCE, lockdep, DEBUG_VM, DMA_API_DEBUG, fault
 #             injection), built here once and cached (see prepare_debug)
+#   deb13-debug  the same for deb13 (its source and config; compiled by the
+#             host's gcc 12, as are the modules for it)
 #
 # Environment:
 #   PPCOAL_CACHE      cache root (default /var/cache/ppcoal)
@@ -33,7 +35,7 @@ PPCOAL_CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
 # The mirror named in the machine's apt sources (a local mirror or proxy
 # works); never a host name written here.
 PPCOAL_MIRROR=${PPCOAL_MIRROR:-$("$PPCOAL_REPO/scripts/ppcoal-verify-kernel" --mirror 2>/dev/null || true)}
-PPCOAL_KERNEL_IDS="deb12 deb12bpo deb13 deb12cloud deb12-debug"
+PPCOAL_KERNEL_IDS="deb12 deb12bpo deb13 deb12cloud deb12-debug deb13-debug"
 # The hard limit of one guest boot (boot.sh), exported so that parse-log.sh
 # names the limit that applied. A boot of the suite should need half of it.
 export PPCOAL_BOOT_TIMEOUT=${PPCOAL_BOOT_TIMEOUT:-1200}
@@ -101,7 +103,7 @@ papt_dir() { printf '%s/apt/%s\n' "$PPCOAL_CACHE" "$1"; }
 # its source packages (deb-src).
 papt_setup() {
 	local suite=${1%-src} type=deb d
-	[ "$suite" = "$1" ] || type=deb-src
+	[ "$suite" = "$1" ] || type="deb-src"
 	[ -n "$PPCOAL_MIRROR" ] || die "no Debian mirror in /etc/apt/sources.list or /etc/apt/sources.list.d/*.sources; add one or set PPCOAL_MIRROR"
 	d=$(papt_dir "$1")
 	mkdir -p "$d/lists/partial" "$d/cache/archives/partial" "$d/etc"
@@ -364,8 +366,13 @@ chroot_extra_pkgs() {
 
 # A debug kernel ID -> the stock kernel whose Debian source and config it
 # rebuilds with the sanitizers (issue 13).
+# deb13-debug is compiled by the host's gcc 12 (Debian built deb13 with
+# gcc 14, which only the trixie chroot has): the source and config are
+# deb13's, the compiler-dependent options are what olddefconfig derives for
+# gcc 12, and ppcoal and the test modules build for it on the host.
 declare -A PPCOAL_DEBUG_BASE=(
 	[deb12-debug]=deb12
+	[deb13-debug]=deb13
 )
 is_debug_id() { [ -n "${PPCOAL_DEBUG_BASE[$1]:-}" ]; }
 
@@ -396,17 +403,22 @@ debug_recipe() {
 		"$PPCOAL_DEBUG_MODULES" "$PPCOAL_DEBUG_OBJ_CFLAGS" | md5sum | cut -d' ' -f1
 }
 
-# fetch_source FAMILY VERSION: Debian's linux-source-FAMILY deb of exactly
-# VERSION (the version of the stock image a debug kernel rebuilds).
+# fetch_source SUITE FAMILY VERSION: Debian's linux-source-FAMILY deb of
+# exactly VERSION (the version of the stock image a debug kernel rebuilds),
+# from SUITE (host: this machine's apt sources; else the private config).
 fetch_source() {
-	local fam=$1 ver=$2 dir f
+	local suite=$1 fam=$2 ver=$3 dir f
 	dir=$PPCOAL_CACHE/debs
 	f=$dir/linux-source-${fam}_${ver//:/%3a}_all.deb
 	if [ ! -f "$f" ]; then
 		mkdir -p "$dir"
-		log "downloading linux-source-$fam $ver"
-		(cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "linux-source-$fam=$ver" >&2) ||
-			die "linux-source-$fam $ver is not in this machine's apt sources (the debug kernel needs the stock kernel's own source)"
+		log "downloading linux-source-$fam $ver ($suite)"
+		if [ "$suite" = host ]; then
+			(cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "linux-source-$fam=$ver" >&2)
+		else
+			papt_ensure_lists "$suite"
+			(cd "$dir" && papt "$suite" apt-get download -qq "linux-source-$fam=$ver" >&2)
+		fi || die "linux-source-$fam $ver is not in $suite's apt sources (the debug kernel needs the stock kernel's own source)"
 	fi
 	printf '%s\n' "$f"
 }
@@ -431,7 +443,7 @@ prepare_debug() {
 	host_apt_install gcc make flex bison bc libssl-dev libelf-dev cpio kmod xz-utils
 	srcver=$(dpkg-deb -f "$(fetch_deb "${PPCOAL_KSUITE[$base]}" "linux-image-$bv-unsigned")" Version)
 	fam=$(echo "$bv" | cut -d. -f1,2)
-	deb=$(fetch_source "$fam" "$srcver")
+	deb=$(fetch_source "${PPCOAL_KSUITE[$base]}" "$fam" "$srcver")
 	log "$id: building $v from linux-source-$fam $srcver with the config of $bv"
 	rm -rf "$kd"
 	mkdir -p "$kd/src" "$kd/build" "$kd/root"
