@@ -6,6 +6,8 @@
 #   bpftrace-parse   scripts/bpftrace/*.bt compile (bpftrace -d: parse, semantic
 #                    analysis and code generation, nothing loaded or attached);
 #                    (tests/run installs bpftrace; elsewhere a SKIP line on stderr)
+#   emulator-fault   tests/vm/emulator-fault.sh tells the recorded stale int3 of
+#                    an MTTCG boot (tests/vm/testdata) from a kernel oops
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
@@ -67,4 +69,31 @@ else
 	else
 		echo "FAIL host:bpftrace-parse: $why"
 	fi
+fi
+
+# tests/run boots again only what emulator_fault calls the emulator's: the
+# recorded stale int3 of an MTTCG boot; not the same oops with int3 still in
+# memory (a kernel failure), nor in a single-threaded boot, nor a timeout.
+# shellcheck source=tests/vm/emulator-fault.sh
+. tests/vm/emulator-fault.sh
+t=tests/vm/testdata/mttcg-stale-int3.log
+real=$(mktemp)
+sed 's/53 66 <90>/53 cc <90>/' "$t" >"$real"
+why=""
+case "$(emulator_fault "$t" 0 mttcg)" in
+"stale int3 executed (MTTCG): RIP: 0010:sched_clock_cpu+0x9/0x1d0") ;;
+*) why="$why${why:+; }the recorded stale int3 not recognised" ;;
+esac
+[ -z "$(emulator_fault "$real" 0 mttcg)" ] || why="$why${why:+; }an int3 still in memory called the emulator's"
+[ -z "$(emulator_fault "$t" 0 "")" ] || why="$why${why:+; }a single-threaded boot's int3 called the emulator's"
+[ -z "$(emulator_fault "$real" 137 mttcg)" ] || why="$why${why:+; }a timeout called a QEMU crash"
+case "$(emulator_fault "$real" 134 "")" in
+"QEMU crashed (exit 134)") ;;
+*) why="$why${why:+; }QEMU killed by SIGABRT not recognised" ;;
+esac
+rm -f "$real"
+if [ -z "$why" ]; then
+	echo "PASS host:emulator-fault"
+else
+	echo "FAIL host:emulator-fault: $why"
 fi

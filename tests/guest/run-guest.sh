@@ -331,15 +331,22 @@ if want observe-tcp; then
 		opt=""
 		[ "$l" = 0 ] || opt="-l $l"
 		snap /tmp/a
-		# shellcheck disable=SC2086
-		r=$(iperf 2 $opt) || bad "iperf3 TCP $opt failed"
-		snap /tmp/b
-		set -- $r
-		echo "  tcp len=$l: sent $1 received $2, coalesce calls $(delta coalesce.calls /tmp/a /tmp/b)"
-		gt "${2:-0}" 0 "iperf3 bytes received"
+		# a coalesce succeeds only when the receiver lags: a run in
+		# which TCP kept up may coalesce nothing (CI, deb12bpo, stop
+		# 20), so up to three runs, each counted from /tmp/a
+		for try in 1 2 3; do
+			# shellcheck disable=SC2086
+			r=$(iperf 2 $opt) || bad "iperf3 TCP $opt failed"
+			snap /tmp/b
+			# shellcheck disable=SC2086
+			set -- $r
+			succ=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
+			echo "  tcp len=$l run $try: sent $1 received $2, coalesce calls $(delta coalesce.calls /tmp/a /tmp/b), successes $succ"
+			gt "${2:-0}" 0 "iperf3 bytes received"
+			[ "$succ" -gt 0 ] && break
+		done
 		gt "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "coalesce.calls moved"
-		succ=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
-		gt "$succ" 0 "coalesce successes moved"
+		gt "$succ" 0 "coalesce successes moved in $try runs"
 		# (that observe decides as stock does is the differential
 		# test's to prove: TCP's own counters move with the shadow's
 		# answers, so comparing them proves nothing)

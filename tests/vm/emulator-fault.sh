@@ -1,0 +1,34 @@
+# shellcheck shell=bash
+# Sourced by tests/run (and checked by tests/host-checks.sh against
+# tests/vm/testdata/mttcg-stale-int3.log, a boot of 6.12.117 on 4 vCPUs): tells a boot that failed by the emulator's fault
+# from one that failed by the kernel's.
+#
+# emulator_fault LOG QEMU_EXIT_STATUS QEMU_KIND: prints why a boot failed
+# by the emulator's fault, or nothing.
+#  - QEMU itself crashed: killed by a signal other than our timeout's, or
+#    an emulator assertion on its stderr.
+#  - mttcg only: "Oops: int3" where the oops's code dump shows that memory
+#    at the trapping address no longer holds int3 (0xcc; the byte before
+#    the <..> marker, RIP being past the int3). The kernel's text_poke_bp()
+#    makes every CPU serialise (text_poke_sync(): an IPI running
+#    sync_core()) after writing the final byte and before it drops the
+#    int3 handler's descriptor, so no CPU can still execute that int3; a
+#    vCPU of QEMU 7.2's multi-threaded TCG can, from a stale translation
+#    (seen with no module loaded: sched_clock_cpu+0x8 while the kernel
+#    flipped the sched_clock_stable static key at boot; kernel-facts.md).
+#    An int3 that is still in memory stays the kernel's failure.
+emulator_fault() {
+	if { [ "$2" -gt 128 ] && [ "$2" != 137 ]; } ||
+		grep -qE '^qemu-system-x86_64: .*(Assertion|assertion|fatal|core dumped)' "$1"; then
+		echo "QEMU crashed (exit $2)$(grep -m1 -E '^qemu-system-x86_64: .*(Assertion|assertion|fatal|core dumped)' "$1" | sed 's/^/: /')"
+	elif [ "$3" = mttcg ] && tr -d '\r' <"$1" | awk '
+		!seen && /Oops: int3/ { seen = 1; next }
+		seen == 1 && /Code:/ {
+			if (match($0, /[0-9a-f][0-9a-f] <[0-9a-f][0-9a-f]>/))
+				stale = substr($0, RSTART, 2) != "cc"
+			seen = 2
+		}
+		END { exit !stale }'; then
+		echo "stale int3 executed (MTTCG): $(tr -d '\r' <"$1" | grep -m1 -A3 'Oops: int3' | grep -m1 -o 'RIP: .*')"
+	fi
+}
