@@ -886,7 +886,8 @@ void ppc_owner_show(struct seq_file *m)
 	seq_printf(m, "recycle.tracked_not_eligible %d\n", never);
 	seq_puts(m, "recycle.audited_drivers");
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		seq_printf(m, "%s%s", i ? "," : " ", ppc_audited[i].module);
+		seq_printf(m, "%s%s:%s", i ? "," : " ", ppc_audited[i].module,
+			   ppc_audited[i].poll);
 	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
 		seq_printf(m, ",%s(added)", ppc_extra[i]);
 	seq_puts(m, "\n");

@@ -1466,10 +1466,8 @@ fi
 if want recycle-audit; then
 	begin recycle-audit
 	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
-	case "$(val recycle.audited_drivers)" in
-	*ppcoal_fixture*) ;;
-	*) bad "audited_drivers: $(val recycle.audited_drivers)" ;;
-	esac
+	# each audited driver with the ->poll() its audit read (9318b09)
+	eq "$(val recycle.audited_drivers)" "ppcoal_fixture:ppf_poll,veth:veth_poll" "audited drivers listed"
 	# the microbenchmark module's dummy NAPI polls and frees its own
 	# pool's pages: a driver nobody audited
 	insmod /ko/ppcoal_microbench.ko || bad "insmod ppcoal_microbench"
@@ -1487,6 +1485,7 @@ if want recycle-audit; then
 	echo observe >$P/recycle
 	echo ppcoal_microbench >$P/recycle_drivers || bad "recycle_drivers write while observe"
 	eq "$(cat $P/recycle_drivers)" ppcoal_microbench "recycle_drivers reads back"
+	eq "$(val recycle.audited_drivers)" "ppcoal_fixture:ppf_poll,veth:veth_poll,ppcoal_microbench(added)" "an added driver listed, whole module"
 	dmesg_has "added to the audited list at the administrator's risk" || bad "no dmesg warning for recycle_drivers"
 	echo on >$P/recycle || bad "recycle=on"
 	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
