@@ -27,8 +27,7 @@ echo $default >$P/clone_policy
 stallers="PruneCalled TCPRcvCollapsed RcvPruned TCPRcvQDrop TCPBacklogDrop TCPLostRetransmit TCPTimeouts TCPSlowStartRetrans TCPFastRetrans"
 one() { # one MODE LEN REP TAP
 	if [ "$4" = 1 ]; then
-		"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
-		tp=$!
+		tap_start
 		sleep 0.2
 	fi
 	snap /tmp/a
@@ -48,7 +47,7 @@ one() { # one MODE LEN REP TAP
 	done
 	echo "PPCOAL-INSNWIN tcp$2-$1/$3 $((s1 - s0))"
 	snap /tmp/b
-	[ "$4" = 1 ] && { kill $tp; wait $tp; }
+	[ "$4" = 1 ] && tap_stop
 	mbps=$(iperf_mbps)
 	calls=$(delta coalesce.calls /tmp/a /tmp/b)
 	ok=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)

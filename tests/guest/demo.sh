@@ -44,12 +44,10 @@ for r in 0 1 2; do
 		# coalesce: TCP with 256-byte messages over the fixture, a packet
 		# tap cloning every received skb (as NetworkManager's socket does)
 		echo $m >$P/coalesce
-		"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
-		tap=$!
+		tap_start
 		sleep 0.3
 		win coalesce $m $r tcp_insegs iperf 2 -l 256
-		kill $tap
-		wait $tap 2>/dev/null
+		tap_stop
 		printf '%-10s %-4s %3s %10s  %s\n' coalesce $m $r $((w_b - w_a)) \
 			"coalesced per mille of calls: $(pm "$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)" "$(delta coalesce.calls /tmp/a /tmp/b)"), Mbit/s $(iperf_mbps)"
 		echo off >$P/coalesce
@@ -76,12 +74,10 @@ echo
 echo "== ppcoal-ab: throughput, TCP over the fixture with the tap (A = off, B = on)"
 echo "   (with a packet tap TCP in this guest has runs of two to five times the work per"
 echo "   segment in every mode, off included: README Benchmarks, coalesce path)"
-"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
-tap=$!
+tap_start
 sleep 0.3
 ppcoal-ab -s "$FPEER" -l "256 1024" -n 3 -t 1 -w 1 --stat-netns peer
-kill $tap
-wait $tap 2>/dev/null
+tap_stop
 echo
 echo "/sys/kernel/debug/ppcoal/stats:"
 cat "$S"

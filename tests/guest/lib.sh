@@ -347,15 +347,24 @@ softnet_dropped() {
 	echo $s
 }
 
-# xfer_tapped MB: xfer with pptap cloning every skb ppf1 receives
+# tap_start: pptap in the peer namespace clones every skb ppf1 receives
+# (a packet socket, as tcpdump's), its report in /tmp/pptap.out; tap_stop
+# ends it and waits for the report.
+tap_start() {
+	"$IP" netns exec peer pptap ppf1 >/tmp/pptap.out 2>&1 &
+	TAP_PID=$!
+}
+tap_stop() {
+	kill "$TAP_PID"
+	wait "$TAP_PID" 2>/dev/null
+}
+# xfer_tapped MB: xfer with the tap
 xfer_tapped() {
-	local tp rc
-	"$IP" netns exec peer pptap ppf1 >/dev/null 2>&1 &
-	tp=$!
+	local rc
+	tap_start
 	xfer "$1"
 	rc=$?
-	kill $tp
-	wait $tp
+	tap_stop
 	return $rc
 }
 # bench_init DEFAULT_REPS: how a benchmark starts: $reps from ppcoal.reps=

@@ -675,8 +675,7 @@ if want fixture-tap; then
 	fixture_up frag_pool=0 linear=0 || bad "fixture_up"
 	for tap in 0 1; do
 		if [ $tap = 1 ]; then
-			"$IP" netns exec peer pptap ppf1 >/tmp/pptap.out 2>&1 &
-			tap_pid=$!
+			tap_start
 			sleep 0.5
 		fi
 		snap /tmp/a
@@ -687,8 +686,7 @@ if want fixture-tap; then
 		s1=$(tcp_insegs)
 		snap /tmp/b
 		if [ $tap = 1 ]; then
-			kill $tap_pid
-			wait $tap_pid
+			tap_stop
 			cat /tmp/pptap.out
 			grep -q 'packets [1-9]' /tmp/pptap.out || bad "the tap saw no packets"
 		fi
@@ -720,8 +718,7 @@ fi
 tap_run() {
 	echo "$1" >$P/coalesce || bad "coalesce=$1"
 	echo "$2" >$P/clone_policy || bad "clone_policy=$2"
-	"$IP" netns exec peer pptap ppf1 >/tmp/pptap.out 2>&1 &
-	tp=$!
+	tap_start
 	sleep 0.3
 	snap /tmp/a
 	s0=$(tcp_insegs)
@@ -730,8 +727,7 @@ tap_run() {
 	c1=$(ns TCPRcvCoalesce)
 	s1=$(tcp_insegs)
 	snap /tmp/b
-	kill $tp
-	wait $tp
+	tap_stop
 	calls=$(delta coalesce.calls /tmp/a /tmp/b)
 	ok=$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)
 	RATE=0
@@ -901,8 +897,7 @@ if want soak; then
 	snap /tmp/soak0
 	for fp in 0 1; do
 		fixture_up frag_pool=$fp linear=0 || bad "fixture_up frag_pool=$fp"
-		"$IP" netns exec peer pptap ppf1 >/tmp/pptap.out 2>&1 &
-		tp=$!
+		tap_start
 		ps | grep -q "[i]perf3 -s -D -B $FPEER -p 5202" ||
 			"$IP" netns exec peer iperf3 -s -D -B $FPEER -p 5202 >/dev/null 2>&1
 		traffic_start -l 256
@@ -921,8 +916,7 @@ if want soak; then
 		done
 		traffic_stop
 		wait $udp
-		kill $tp
-		wait $tp
+		tap_stop
 		fixture_down || bad "frag_pool=$fp: pools did not drain after the soak"
 	done
 	snap /tmp/soak1
@@ -975,8 +969,7 @@ if want fault-soak; then
 			ppcoal_load mode=on || bad "insmod ppcoal"
 			snap /tmp/f0
 			fixture_up frag_pool=$fp linear=0 || bad "fixture_up frag_pool=$fp"
-			"$IP" netns exec peer pptap ppf1 >/tmp/pptap.out 2>&1 &
-			tp=$!
+			tap_start
 			fault_set on || bad "fault injection could not be set up"
 			traffic_start -l 256
 			t=0
@@ -1008,8 +1001,7 @@ if want fault-soak; then
 			rmmod ppcoal || bad "frag_pool=$fp: second rmmod ppcoal"
 			traffic_stop
 			fault_set off
-			kill $tp
-			wait $tp
+			tap_stop
 			fixture_down || bad "frag_pool=$fp: pools did not drain after the fault soak"
 		done
 	fi
@@ -1283,12 +1275,10 @@ if want dma-pool; then
 		snap /tmp/a
 		# a TCP run that stalls may coalesce no clone: up to three runs
 		for try in 1 2 3; do
-			"$IP" netns exec peer pptap ppf1 >/tmp/pptap.out 2>&1 &
-			tp=$!
+			tap_start
 			sleep 0.5
 			iperf 3 -l 256 >/dev/null || bad "$cfg: iperf3 TCP with the tap"
-			kill $tp
-			wait $tp
+			tap_stop
 			grep -q 'packets [1-9]' /tmp/pptap.out || bad "$cfg: the tap saw no packets: $(cat /tmp/pptap.out)"
 			snap /tmp/t
 			[ "$(delta coalesce.pp_cloned_from /tmp/a /tmp/t)" -gt 0 ] && break
