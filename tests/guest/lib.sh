@@ -30,6 +30,7 @@ expect() { d=$1; shift; "$@" || bad "$d"; }
 # eq A B DESCRIPTION / gt A B DESCRIPTION
 eq() { [ "$1" = "$2" ] || bad "$3 ($1 != $2)"; }
 gt() { [ "$1" -gt "$2" ] 2>/dev/null || bad "$3 ($1 <= $2)"; }
+le() { [ "$1" -le "$2" ] 2>/dev/null || bad "$3 ($1 > $2)"; }
 
 # val NAME [FILE]: value of a stats line (MISSING if absent)
 val() { awk -v k="$1" '$1 == k { sub(/^[^ ]+ /, ""); print; f = 1 } END { if (!f) print "MISSING" }' "${2:-$S}"; }
@@ -334,8 +335,9 @@ share_pm() {
 }
 # peer_rx DEV: rx_packets of DEV in netns peer
 peer_rx() { "$IP" netns exec peer cat "/sys/class/net/$1/statistics/rx_packets"; }
-# ppf1_field NAME: the value after NAME on ppf1's line of the pools file
-ppf1_field() { awk -v k="$1" '$1 == "ppf1" { for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' $FX/pools; }
+# ppf_field DEV NAME: the value after NAME on DEV's line of the pools file
+ppf_field() { awk -v d="$1" -v k="$2" '$1 == d { for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' $FX/pools; }
+ppf1_field() { ppf_field ppf1 "$1"; }
 # fixture_held: skbs ppf1 keeps for "release"
 fixture_held() { ppf1_field held; }
 # softnet_dropped: packets dropped at full backlogs, all CPUs (softnet_stat

@@ -1244,8 +1244,10 @@ edu_addr() {
 	done
 	return 1
 }
-# dma_maps DEV: DMA-API debug's mappings of PCI device DEV
-dma_maps() { awk -v d="$1" '$1 == d { n++ } END { print n + 0 }' $DA/dump; }
+# dma_maps DEV: DMA-API debug's mappings of PCI device DEV (its dump names
+# the device, then the driver on 6.1, kernel/dma/debug.c:793-794; the
+# driver, then the device on 6.12, :566-567)
+dma_maps() { awk -v d="$1" '$1 == d || $2 == d { n++ } END { print n + 0 }' $DA/dump; }
 if want dma-pool; then
 	begin dma-pool
 	edu=$(edu_addr) || bad "no edu PCI device (the dma boots run QEMU with -device edu)"
@@ -1336,6 +1338,12 @@ fi
 # ppf_poll_ring(), not by the ppf_poll() the fixture's audit row names: with
 # recycle=on its pool never gets a direct put (not eligible, counted), while
 # the work item allocates and resets run during the flood.
+# recycle.direct counts ppcoal's direct puts into every pool; the one pool
+# they may go to here is ppf0's (its poll is the audited one), and only
+# for pool pages ppf0 received (ARP from ppf1: 14 bytes of header, the
+# rest in a page), so: direct <= ppf0's rxpages. Where the kernel keeps
+# page_pool statistics (the debug kernels) they name the pool exactly:
+# ppf1's puts asking for its cache stay 0 (its own are never direct).
 # ppf_resets N: N resets of ppf1's ring, 0.1 s apart
 ppf_resets() {
 	local i=0
@@ -1358,6 +1366,8 @@ if want recycle-driver-patterns; then
 		blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$cfg: blackhole neighbour"
 		# the learner meets the pool: a verdict, not an owner
 		snap /tmp/a
+		rp0=$(ppf_field ppf0 rxpages)
+		dp1=$(ppf1_field directputs)
 		drop_flood 3
 		snap /tmp/m
 		# before any reset (on 6.12 a reset withdraws direct recycling,
@@ -1369,10 +1379,16 @@ if want recycle-driver-patterns; then
 		wait $fl
 		sleep 0.3
 		snap /tmp/b
-		eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "$cfg: no direct put into a pool refilled from process context"
+		rp0=$(($(ppf_field ppf0 rxpages) - rp0))
+		d=$(delta recycle.direct /tmp/a /tmp/b)
+		le "$d" "$rp0" "$cfg: direct puts only for the pool pages ppf0's audited poll received"
+		if [ "$dp1" -ge 0 ]; then
+			dp1=$(($(ppf1_field directputs) - dp1))
+			eq "$dp1" 0 "$cfg: no direct put into ppf1's pool, refilled from process context (page_pool stats)"
+		fi
 		gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 250 "$cfg: its pages denied as not eligible"
 		check_sums /tmp/a /tmp/b
-		echo "METRIC $(uname -r) recycle-driver-patterns $cfg direct=$(delta recycle.direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b) not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
+		echo "METRIC $(uname -r) recycle-driver-patterns $cfg direct=$d ppf0_rxpages=$rp0 ppf1_directputs=$dp1 ring=$(delta recycle.ring /tmp/a /tmp/b) not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
 		fixture_down || bad "$cfg: pools did not drain"
 	done
 	# reset is refused with the reason on a pair without a driver ring,
@@ -1414,7 +1430,10 @@ if want recycle-forced-eligible; then
 	done
 	snap /tmp/b
 	gt "$(delta recycle.direct /tmp/a /tmp/b)" 0 "direct puts into the pool refilled from process context (forced)"
-	echo "METRIC $(uname -r) recycle-forced-eligible direct=$(delta recycle.direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b)"
+	# the attribution of recycle-driver-patterns sees them
+	dp1=$(ppf1_field directputs)
+	[ "$dp1" -lt 0 ] || gt "$dp1" 0 "ppf1's page_pool stats count the forced direct puts"
+	echo "METRIC $(uname -r) recycle-forced-eligible direct=$(delta recycle.direct /tmp/a /tmp/b) ppf1_directputs=$dp1 ring=$(delta recycle.ring /tmp/a /tmp/b)"
 	fixture_down || bad "pools did not drain"
 	end
 	cleanup
@@ -1571,7 +1590,9 @@ if want recycle-veth-xdp; then
 			snap /tmp/b
 			pm=$(direct_pm /tmp/a /tmp/b)
 			echo "METRIC $(uname -r) recycle-veth-xdp mode=$m direct_pm=$pm ppcoal_direct=$(delta recycle.direct /tmp/a /tmp/b) upstream_direct=$(delta recycle.upstream_direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b)"
-			gt "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 1000 "$m: veth page-pool pages on the recycle path"
+			# 2 s of flood: 257-513 pages on the Debian 13 debug
+			# kernel, thousands on the stock ones
+			gt "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 200 "$m: veth page-pool pages on the recycle path"
 			case $m in
 			observe) [ "$pm" -lt 100 ] || bad "observe: upstream should not recycle veth's pool directly ($pm)" ;;
 			on) gt "$pm" 900 "on: ppcoal recycles veth's pool directly (per mille)" ;;

@@ -24,8 +24,10 @@
  *              NAPI weight of frames waits.
  *
  * /sys/kernel/debug/ppcoal_fixture/pools shows, per device, the pool's
- * pages held and released, cached, in its ring, and in flight (in skbs);
- * .../teardown keeps the verdict of every pool teardown: "drained" or
+ * pages held and released, cached, in its ring, and in flight (in skbs),
+ * the pool pages its poll passed up (rxpages) and the puts into its pools
+ * that asked for the lockless cache (directputs, -1 without the kernel's
+ * page_pool statistics); .../teardown keeps the verdict of every pool teardown: "drained" or
  * "LEAK". Test-only code: it reads page_pool internals to count.
  *
  *   extra_pools N more pools for ppf1 (0..512), used in turn with its own
@@ -152,6 +154,7 @@ struct ppf_priv {
 	unsigned int ring_n;
 	struct delayed_work refill_work;
 	atomic_long_t rx_packets, rx_bytes, rx_dropped;
+	atomic_long_t rx_pages;	/* pool pages this poll passed up */
 	atomic_long_t tx_packets, tx_bytes, tx_dropped;
 };
 
@@ -318,6 +321,7 @@ static struct sk_buff *ppf_build_linear(struct ppf_priv *priv,
 	skb_reserve(skb, PPF_HEADROOM);
 	skb_put(skb, len);
 	skb_mark_for_recycle(skb);
+	atomic_long_inc(&priv->rx_pages);
 	return skb;
 put:
 	ppf_unbuf(priv, page);
@@ -353,6 +357,7 @@ static struct sk_buff *ppf_build_frags(struct ppf_priv *priv,
 			goto free;
 		}
 		skb_add_rx_frag(skb, 0, page, off, len - hlen, size);
+		atomic_long_inc(&priv->rx_pages);
 	}
 	skb_mark_for_recycle(skb);
 	return skb;
@@ -404,6 +409,18 @@ static int __ppf_poll(struct napi_struct *napi, int budget)
 		else
 			netif_receive_skb(skb);
 	}
+	/*
+	 * refill=1: the ring gets back what the poll used before the poll
+	 * completes, as xennet_poll() does (6.1 drivers/net/xen-netfront.c:
+	 * 1371, then napi_complete_done() at 1376): a poll that used a buffer
+	 * allocates inside the poll even when the work item keeps the ring
+	 * full between polls.
+	 */
+	if (priv->refill) {
+		spin_lock(&priv->ring_lock);
+		ppf_ring_fill(priv, PPF_RING);
+		spin_unlock(&priv->ring_lock);
+	}
 	if (done < budget && napi_complete_done(napi, done) &&
 	    !skb_queue_empty(&priv->rxq))
 		napi_schedule(napi);
@@ -417,10 +434,11 @@ static int ppf_poll(struct napi_struct *napi, int budget)
 }
 
 /*
- * refill=1: the same poll over the driver ring, filled first under the
- * driver lock (xen-netfront's poll refills under rx_lock); the work item
- * fills it from process context every jiffy, and a reset empties and
- * fills it: the pool allocates in and outside the poll while it polls.
+ * refill=1: the same poll over the driver ring, filled first and last
+ * (__ppf_poll()) under the driver lock, as xen-netfront's poll refills
+ * under rx_lock; the work item fills it from process context every
+ * jiffy, and a reset empties and fills it: the pool allocates in and
+ * outside the poll while it polls.
  */
 static int ppf_poll_ring(struct napi_struct *napi, int budget)
 {
@@ -752,6 +770,31 @@ static const struct kernel_param_ops ppf_recreate_ops = {
 module_param_cb(recreate, &ppf_recreate_ops, NULL, 0200);
 MODULE_PARM_DESC(recreate, "write 1: tear the pair down (with drain report) and create it anew");
 
+/*
+ * Puts into @priv's pools that asked for the lockless cache (allow_direct),
+ * by the kernel's own page_pool statistics: page_pool_recycle_in_cache()
+ * counts each as cached, or as cache_full when it fell back to the ring
+ * (6.1 net/core/page_pool.c:563,569; 6.12 :818,824). Whoever made them:
+ * the fixture's own direct puts (ppf_unbuf() on a pool that is not
+ * refilled), the kernel's NAPI-local rule (6.12) or ppcoal. -1 where the
+ * kernel keeps no such statistics (CONFIG_PAGE_POOL_STATS unset, as in
+ * Debian's stock builds).
+ */
+static long ppf_direct_puts(struct ppf_priv *priv)
+{
+#ifdef CONFIG_PAGE_POOL_STATS
+	struct page_pool_stats s = {};	/* page_pool_get_stats() adds */
+	unsigned int i;
+
+	page_pool_get_stats(priv->pool, &s);
+	for (i = 0; i < priv->xp.n; i++)
+		page_pool_get_stats(priv->xp.pool[i], &s);
+	return s.recycle_stats.cached + s.recycle_stats.cache_full;
+#else
+	return -1;
+#endif
+}
+
 static int ppf_pools_show(struct seq_file *m, void *v)
 {
 	struct ppf_count c;
@@ -764,11 +807,13 @@ static int ppf_pools_show(struct seq_file *m, void *v)
 			continue;
 		priv = netdev_priv(ppf_dev[i]);
 		ppf_count_pool(priv->pool, &c);
-		seq_printf(m, "%s frag %d linear %d dma %d refill %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld held %u\n",
+		seq_printf(m, "%s frag %d linear %d dma %d refill %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld held %u rxpages %ld directputs %ld\n",
 			   ppf_dev[i]->name, priv->frag, priv->linear,
 			   !!priv->dma_dev, priv->refill, c.hold,
 			   c.release, c.cached, c.ring, c.frag, c.inflight,
-			   skb_queue_len(&priv->held));
+			   skb_queue_len(&priv->held),
+			   atomic_long_read(&priv->rx_pages),
+			   ppf_direct_puts(priv));
 	}
 	mutex_unlock(&ppf_lock);
 	return 0;
