@@ -91,6 +91,11 @@ case "$(emulator_fault "$real" 134 "")" in
 "QEMU crashed (exit 134)") ;;
 *) why="$why${why:+; }QEMU killed by SIGABRT not recognised" ;;
 esac
+echo "qemu-system-x86_64: ../accel/tcg/cpu-exec.c:1000: cpu_exec: Assertion \`x' failed." >"$real"
+case "$(emulator_fault "$real" 0 "")" in
+"QEMU crashed (exit 0): qemu-system-x86_64: ../accel/tcg/cpu-exec.c:1000: cpu_exec: Assertion \`x' failed.") ;;
+*) why="$why${why:+; }QEMU's assertion on its stderr not recognised" ;;
+esac
 rm -f "$real"
 if [ -z "$why" ]; then
 	echo "PASS host:emulator-fault"

@@ -18,17 +18,19 @@
 #    flipped the sched_clock_stable static key at boot; kernel-facts.md).
 #    An int3 that is still in memory stays the kernel's failure.
 emulator_fault() {
-	if { [ "$2" -gt 128 ] && [ "$2" != 137 ]; } ||
-		grep -qE '^qemu-system-x86_64: .*(Assertion|assertion|fatal|core dumped)' "$1"; then
-		echo "QEMU crashed (exit $2)$(grep -m1 -E '^qemu-system-x86_64: .*(Assertion|assertion|fatal|core dumped)' "$1" | sed 's/^/: /')"
-	elif [ "$3" = mttcg ] && tr -d '\r' <"$1" | awk '
+	local qline rip
+	qline=$(grep -m1 -E '^qemu-system-x86_64: .*(Assertion|assertion|fatal|core dumped)' "$1")
+	if { [ "$2" -gt 128 ] && [ "$2" != 137 ]; } || [ -n "$qline" ]; then
+		echo "QEMU crashed (exit $2)${qline:+: $qline}"
+	elif [ "$3" = mttcg ] && rip=$(tr -d '\r' <"$1" | awk '
 		!seen && /Oops: int3/ { seen = 1; next }
+		seen == 1 && !rip && match($0, /RIP: .*/) { rip = substr($0, RSTART) }
 		seen == 1 && /Code:/ {
 			if (match($0, /[0-9a-f][0-9a-f] <[0-9a-f][0-9a-f]>/))
 				stale = substr($0, RSTART, 2) != "cc"
 			seen = 2
 		}
-		END { exit !stale }'; then
-		echo "stale int3 executed (MTTCG): $(tr -d '\r' <"$1" | grep -m1 -A3 'Oops: int3' | grep -m1 -o 'RIP: .*')"
+		END { print rip; exit !stale }'); then
+		echo "stale int3 executed (MTTCG): $rip"
 	fi
 }

@@ -233,21 +233,29 @@ kernel_kdir() {
 fetch_deb() {
 	local suite=$1 pkg=$2 dir f
 	dir=$PPCOAL_CACHE/debs
-	mkdir -p "$dir"
-	f=$(find "$dir" -maxdepth 1 -name "${pkg}_*.deb" | sort | tail -n1)
+	f=$(find "$dir" -maxdepth 1 -name "${pkg}_*.deb" 2>/dev/null | sort | tail -n1)
 	if [ -z "$f" ]; then
-		log "downloading $pkg ($suite)"
-		if [ "$suite" = host ]; then
-			(cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "$pkg" >&2) ||
-				{ host_apt_update && (cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "$pkg" >&2); }
-		else
-			papt_ensure_lists "$suite"
-			(cd "$dir" && papt "$suite" apt-get download -qq "$pkg" >&2)
-		fi
+		suite_download "$suite" "$pkg"
 		f=$(find "$dir" -maxdepth 1 -name "${pkg}_*.deb" | sort | tail -n1)
 	fi
 	[ -n "$f" ] || die "could not download $pkg"
 	printf '%s\n' "$f"
+}
+
+# suite_download SUITE PKG[=VERSION]: apt-get download into the deb cache
+# from SUITE: host (this machine's apt sources, updated once if the lists
+# lack it) or a suite of the private config. Fails when apt does.
+suite_download() {
+	local suite=$1 spec=$2 dir=$PPCOAL_CACHE/debs
+	mkdir -p "$dir"
+	log "downloading $spec ($suite)"
+	if [ "$suite" = host ]; then
+		(cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "$spec" >&2) ||
+			{ host_apt_update && (cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "$spec" >&2); }
+	else
+		papt_ensure_lists "$suite"
+		(cd "$dir" && papt "$suite" apt-get download -qq "$spec" >&2)
+	fi
 }
 
 # ------------------------------------------------------------- preparation
@@ -407,19 +415,10 @@ debug_recipe() {
 # exactly VERSION (the version of the stock image a debug kernel rebuilds),
 # from SUITE (host: this machine's apt sources; else the private config).
 fetch_source() {
-	local suite=$1 fam=$2 ver=$3 dir f
-	dir=$PPCOAL_CACHE/debs
-	f=$dir/linux-source-${fam}_${ver//:/%3a}_all.deb
-	if [ ! -f "$f" ]; then
-		mkdir -p "$dir"
-		log "downloading linux-source-$fam $ver ($suite)"
-		if [ "$suite" = host ]; then
-			(cd "$dir" && apt-get -o APT::Sandbox::User=root download -qq "linux-source-$fam=$ver" >&2)
-		else
-			papt_ensure_lists "$suite"
-			(cd "$dir" && papt "$suite" apt-get download -qq "linux-source-$fam=$ver" >&2)
-		fi || die "linux-source-$fam $ver is not in $suite's apt sources (the debug kernel needs the stock kernel's own source)"
-	fi
+	local suite=$1 fam=$2 ver=$3 f
+	f=$PPCOAL_CACHE/debs/linux-source-${fam}_${ver//:/%3a}_all.deb
+	[ -f "$f" ] || suite_download "$suite" "linux-source-$fam=$ver" ||
+		die "linux-source-$fam $ver is not in $suite's apt sources (the debug kernel needs the stock kernel's own source)"
 	printf '%s\n' "$f"
 }
 
