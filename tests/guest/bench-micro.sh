@@ -6,7 +6,8 @@
 #           (rotating order); the differences are the hook's cost per call.
 #   pairs:  the stock and the optimised operation, no ppcoal hook on the
 #           way (all paths off), in alternating order per repetition.
-# Prints "BENCH kind mode rep value" lines, value in ns per operation:
+# Prints "BENCH kind mode rep value" lines, value in ns per operation (and
+# per run an instruction window for the insncount plugin, see one()):
 #   call_coalesce_ns  off|observe|on     skb_try_coalesce, refused at once
 #   call_recycle_ns   off|observe|on     page_pool_return_skb_page / napi_pp_put_page
 #   call_build_skb_ns off|observe|on     build_skb outside virtio_net
@@ -28,18 +29,24 @@ insmod /ko/ppcoal_microbench.ko || { echo "BENCH-ERROR insmod ppcoal_microbench"
 echo ppcoal_microbench >/sys/module/ppcoal/parameters/recycle_drivers ||
 	{ echo "BENCH-ERROR recycle_drivers"; echo BENCH-DONE; exit 0; }
 
-# mb OP [N]: run OP N times; prints its ns per operation
+# mb OP [N [mark]]: run OP N times; prints its ns per operation and keeps
+# the iterations it executed in /tmp/mb.ran. With mark the module runs the
+# insncount plugin's marker around the run (tests/modules/ppcoal_microbench.c)
 mb() {
-	echo "$1 ${2:-$n}" >$D 2>/dev/null || return 1
-	# shellcheck disable=SC2046 # "OP ns_per_op total_ns n"
+	echo "$1 ${2:-$n}${3:+ $3}" >$D 2>/dev/null || return 1
+	# shellcheck disable=SC2046 # "OP ns_per_op total_ns n ran"
 	set -- $(cat $D)
-	[ $# = 4 ] || return 1
+	[ $# = 5 ] || return 1
+	echo "$5" >/tmp/mb.ran
 	echo "$2"
 }
-# one KIND MODE REP OP: one BENCH line
+# one KIND MODE REP OP: one BENCH line, and the instruction window of the
+# run ("PPCOAL-INSNWIN KIND-MODE/REP ITERATIONS", KIND without _ns: the
+# guest instructions per operation, scripts/ppcoal-bench)
 one() {
-	if mb_v=$(mb "$4"); then
+	if mb_v=$(mb "$4" "$n" mark); then
 		echo "BENCH $1 $2 $3 $mb_v"
+		echo "PPCOAL-INSNWIN ${1%_ns}-$2/$3 $(cat /tmp/mb.ran)"
 	else
 		echo "BENCH-ERROR $4 failed (rep $3, $1 $2)"
 	fi

@@ -3,15 +3,23 @@
  * ppcoal_microbench: per-operation timings for the ppcoal benchmark, for
  * guests (single-threaded TCG) where iperf3 cannot resolve the gains.
  *
- * Write "OP [N]" to /sys/kernel/debug/ppcoal_microbench/run to run OP N
- * times (default PPMB_DEFAULT_N, at most PPMB_MAX_N); reading the file
- * then gives "OP ns_per_op total_ns n" of the last run (one decimal, n the
- * iterations that ran). A run executes on one CPU (a work item bound to
- * the writer's CPU) in chunks of PPMB_CHUNK iterations, each with bottom
- * halves disabled (preemption only, for call_coalesce and poll_*) and
- * timed as a whole with ktime_get_ns(); total_ns is the sum of the
- * chunks. Between chunks the CPU is given back (cond_resched), and a run
- * stops after PPMB_MAX_WALL_NS of wall time. Setup and teardown are not timed.
+ * Write "OP [N [mark]]" to /sys/kernel/debug/ppcoal_microbench/run to run
+ * OP N times (default PPMB_DEFAULT_N, at most PPMB_MAX_N); reading the file
+ * then gives "OP ns_per_op total_ns n ran" of the last run (one decimal, n
+ * the iterations timed, ran those executed: n plus those of discarded
+ * chunks). With "mark" the run executes the marker of the insncount QEMU
+ * plugin ("xchg %bx,%bx", tests/plugin/insncount.c) after the op's setup
+ * and before its teardown: that window's guest instructions over ran are
+ * the op's instructions per iteration, chunk bookkeeping (two clock
+ * reads, the bottom-half or preemption toggle, cond_resched()) included,
+ * and whatever else the guest's CPUs run meanwhile.
+ *
+ * A run executes on one CPU (a work item bound to the writer's CPU) in
+ * chunks of PPMB_CHUNK iterations, each with bottom halves disabled
+ * (preemption only, for call_coalesce and poll_*) and timed as a whole
+ * with ktime_get_ns(); total_ns is the sum of the chunks. Between chunks
+ * the CPU is given back (cond_resched), and a run stops after
+ * PPMB_MAX_WALL_NS of wall time. Setup and teardown are not timed.
  *
  * The ops (every op frees what it allocates; ops using the module's
  * page_pool, one buffer per page and order 0, end with a check that no
@@ -137,9 +145,11 @@
 struct ppmb_run {
 	const struct ppmb_op *op;
 	u32 n;			/* asked for */
-	u32 done;		/* iterations run */
+	u32 done;		/* iterations timed */
+	u32 ran;		/* iterations executed (discarded chunks too) */
 	u64 ns;			/* time of the chunks */
 	int err;
+	bool mark;		/* the insncount plugin's marker around the run */
 	/* call_coalesce */
 	struct sk_buff *to, *to_clone, *from;
 	/* coalesce_ok, coalesce_refused: to is the queue's tail (ok) */
@@ -501,6 +511,12 @@ static int ppmb_pool_check(const char *what)
 	return -EIO;
 }
 
+/* The insncount plugin's marker no-op (tests/plugin/insncount.c). */
+static void ppmb_mark(void)
+{
+	asm volatile("xchg %%bx, %%bx" ::: "memory");
+}
+
 /* Runs on the chosen CPU, in a work item (process context). */
 static long ppmb_exec(void *arg)
 {
@@ -511,6 +527,8 @@ static long ppmb_exec(void *arg)
 
 	if (op->setup)
 		r->err = op->setup(r);
+	if (r->mark)
+		ppmb_mark();
 	start = ktime_get_ns();
 	while (!r->err && r->done < r->n) {
 		c = min(r->n - r->done, PPMB_CHUNK);
@@ -525,6 +543,7 @@ static long ppmb_exec(void *arg)
 			local_bh_enable();
 		else
 			preempt_enable();
+		r->ran += c;
 		if (!r->discard) {
 			r->ns += t0;
 			r->done += c;
@@ -539,6 +558,8 @@ static long ppmb_exec(void *arg)
 			break;
 		cond_resched();
 	}
+	if (r->mark)
+		ppmb_mark();
 	if (op->teardown)
 		op->teardown(r);
 	return 0;
@@ -559,8 +580,9 @@ static ssize_t ppmb_write(struct file *file, const char __user *ubuf,
 {
 	const struct ppmb_op *op;
 	struct ppmb_run *r;
-	char buf[64], *s, *name;
+	char buf[64], *s, *name, *arg;
 	u32 n = PPMB_DEFAULT_N;
+	bool mark = false;
 	u64 tenths;
 	long ret;
 
@@ -571,13 +593,17 @@ static ssize_t ppmb_write(struct file *file, const char __user *ubuf,
 	buf[len] = '\0';
 	s = strim(buf);
 	name = strsep(&s, " \t");
+	arg = s ? strsep(&s, " \t") : NULL;
+	if (arg && *arg) {
+		ret = kstrtou32(arg, 10, &n);
+		if (ret)
+			return ret;
+	}
 	if (s) {
 		s = skip_spaces(s);
-		if (*s) {
-			ret = kstrtou32(s, 10, &n);
-			if (ret)
-				return ret;
-		}
+		if (strcmp(s, "mark"))
+			return -EINVAL;
+		mark = true;
 	}
 	op = ppmb_find(name);
 	if (!op || !n)
@@ -587,6 +613,7 @@ static ssize_t ppmb_write(struct file *file, const char __user *ubuf,
 		return -ENOMEM;
 	r->op = op;
 	r->n = min(n, PPMB_MAX_N);
+	r->mark = mark;
 
 	ret = mutex_lock_interruptible(&ppmb_lock);
 	if (ret)
@@ -600,8 +627,8 @@ static ssize_t ppmb_write(struct file *file, const char __user *ubuf,
 	if (!ret && r->done) {
 		tenths = div_u64(r->ns * 10 + r->done / 2, r->done);
 		scnprintf(ppmb_result, sizeof(ppmb_result),
-			  "%s %llu.%llu %llu %u\n", op->name, tenths / 10,
-			  tenths % 10, r->ns, r->done);
+			  "%s %llu.%llu %llu %u %u\n", op->name, tenths / 10,
+			  tenths % 10, r->ns, r->done, r->ran);
 	} else if (!ret) {
 		ret = -EIO;
 	}

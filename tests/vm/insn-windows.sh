@@ -22,8 +22,9 @@
 #   tests/vm/insn-windows.sh --compare SUMMARY
 #
 # prints SUMMARY's groups "KIND-MODE", then per kind observe - off and
-# on - off (instructions, locked instructions), marked "inside the spread"
-# when the two modes' min-max ranges overlap.
+# on - off (instructions, locked instructions), and for the micro pairs
+# direct - ring, napi_build_skb - build_skb, ok - refused, marked "inside
+# the spread" when the two modes' min-max ranges overlap.
 set -euo pipefail
 
 if [ "${1:-}" = --compare ]; then
@@ -33,15 +34,21 @@ if [ "${1:-}" = --compare ]; then
 		if (!(k in seen)) { seen[k] = 1; kinds[nk++] = k }; printf "%s\n", $0 }
 	function lo(r) { gsub(/[()]/, "", r); split(r, a, "-"); return a[1] + 0 }
 	function hi(r) { gsub(/[()]/, "", r); split(r, a, "-"); return a[2] + 0 }
-	function cmp(k, m, w, u,    d, in_) {
-		if (!((k, m, w) in med) || !((k, "off", w) in med)) return
-		d = med[k, m, w] - med[k, "off", w]
-		in_ = hi(rng[k, m, w]) >= lo(rng[k, "off", w]) && lo(rng[k, m, w]) <= hi(rng[k, "off", w])
-		printf "   %s-off %+.2f %s%s", m, d, u, in_ ? " (inside the spread)" : ""
+	function cmp(k, m, w, u, b,    d, in_) {
+		if (!((k, m, w) in med) || !((k, b, w) in med)) return
+		d = med[k, m, w] - med[k, b, w]
+		in_ = hi(rng[k, m, w]) >= lo(rng[k, b, w]) && lo(rng[k, m, w]) <= hi(rng[k, b, w])
+		printf "   %s-%s %+.2f %s%s", m, b, d, u, in_ ? " (inside the spread)" : ""
 	}
 	END { for (i = 0; i < nk; i++) { k = kinds[i]; printf "%-20s", k
-		cmp(k, "observe", "i", "insns"); cmp(k, "on", "i", "insns")
-		cmp(k, "on", "l", "locked"); print "" } }' "$2"
+		cmp(k, "observe", "i", "insns", "off"); cmp(k, "on", "i", "insns", "off")
+		cmp(k, "on", "l", "locked", "off")
+		# the micro pairs: the optimised operation against the stock one
+		cmp(k, "direct", "i", "insns", "ring"); cmp(k, "direct", "l", "locked", "ring")
+		cmp(k, "napi_build_skb", "i", "insns", "build_skb")
+		cmp(k, "napi_build_skb", "l", "locked", "build_skb")
+		cmp(k, "ok", "i", "insns", "refused"); cmp(k, "ok", "l", "locked", "refused")
+		print "" } }' "$2"
 	exit 0
 fi
 
