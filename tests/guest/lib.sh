@@ -32,6 +32,9 @@ eq() { [ "$1" = "$2" ] || bad "$3 ($1 != $2)"; }
 gt() { [ "$1" -gt "$2" ] 2>/dev/null || bad "$3 ($1 <= $2)"; }
 le() { [ "$1" -le "$2" ] 2>/dev/null || bad "$3 ($1 > $2)"; }
 
+# on_61: the loaded ppcoal runs on the 6.1 family (its recycle path shadows
+# page_pool_return_skb_page; 6.12's is napi_pp_put_page)
+on_61() { [ "$(val recycle_target)" = page_pool_return_skb_page ]; }
 # val NAME [FILE]: value of a stats line (MISSING if absent)
 val() { awk -v k="$1" '$1 == k { sub(/^[^ ]+ /, ""); print; f = 1 } END { if (!f) print "MISSING" }' "${2:-$S}"; }
 snap() { cat "$S" >"$1"; }

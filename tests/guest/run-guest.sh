@@ -176,7 +176,7 @@ if want differential; then
 		echo "  (clone_policy $(cat $P/clone_policy))"
 		case "$r" in *"mismatches 0 "*"inflight 0"*) ;; *) bad "seed $seed on differs beyond what it documents: $r" ;; esac
 		allowed=$(echo "$r" | sed -n 's/.* allowed \([0-9]*\) .*/\1/p')
-		if [ "$(val recycle_target)" = napi_pp_put_page ]; then
+		if ! on_61; then
 			# 6.12 already coalesces clones (upstream): on is stock
 			eq "$allowed" 0 "seed $seed on (upstream): no difference at all"
 		else
@@ -209,7 +209,7 @@ if want recycle-differential; then
 		rdiff_run $seed observe compare
 		case "$r" in *"mismatches 0 allowed 0 inflight 0"*) ;; *) bad "seed $seed observe differs from stock: $r" ;; esac
 		gt "$(delta recycle.calls /tmp/a /tmp/b)" $((n * 2)) "seed $seed: the cases' pages went through the shadow"
-		if [ "$(val recycle_target)" = napi_pp_put_page ]; then
+		if ! on_61; then
 			gt "$(delta recycle.upstream_direct /tmp/a /tmp/b)" 0 "seed $seed: the kernel's own direct recycling (pool with .napi, in its poll) was compared"
 		fi
 		# not audited: on must be stock exactly
@@ -700,10 +700,11 @@ if want fixture-tap; then
 			eq "$rf" 0 "no clone refusals without a tap"
 		else
 			gt "$cl" 0 "the tap makes cloned page-pool skbs"
-			case "$(val recycle_target)" in
-			page_pool_return_skb_page) gt "$rf" 0 "6.1 refuses cloned page-pool skbs (stock)" ;;
-			*) eq "$rf" 0 "6.12 never refuses for a clone (upstream 6.8)" ;;
-			esac
+			if on_61; then
+				gt "$rf" 0 "6.1 refuses cloned page-pool skbs (stock)"
+			else
+				eq "$rf" 0 "6.12 never refuses for a clone (upstream 6.8)"
+			fi
 		fi
 		check_sums /tmp/a /tmp/b
 	done
@@ -747,7 +748,7 @@ if want coalesce-rate; then
 	ppcoal_load mode=observe || bad "insmod ppcoal"
 	FIXCFG="frag_pool=0"
 	fixture_up frag_pool=0 linear=0 || bad "fixture_up"
-	if [ "$(val recycle_target)" = page_pool_return_skb_page ]; then
+	if on_61; then
 		A="observe legacy" B="on detach"
 	else
 		A="on legacy" B="on upstream"
@@ -787,7 +788,7 @@ fi
 if want coalesce-on; then
 	begin coalesce-on
 	ppcoal_load mode=observe || bad "insmod ppcoal"
-	if [ "$(val recycle_target)" = page_pool_return_skb_page ]; then
+	if on_61; then
 		# 6.1: one buffer per page (detach, refuse) and a FRAG pool
 		for cfg in "0 detach" "0 refuse" "1 detach"; do
 			set -- $cfg
@@ -834,7 +835,7 @@ if want coalesce-on; then
 		echo observe >$P/coalesce
 		fixture_down || bad "pools did not drain"
 	fi
-	printf 'upstream' >$P/clone_policy 2>/dev/null && [ "$(val recycle_target)" = page_pool_return_skb_page ] &&
+	printf 'upstream' >$P/clone_policy 2>/dev/null && on_61 &&
 		bad "6.1 accepted clone_policy=upstream"
 	printf 'bogus' >$P/clone_policy 2>/dev/null && bad "clone_policy accepted bogus"
 	dmesg_has 'clone_policy: invalid value "bogus"' || bad "no dmesg line for a bad clone_policy"
@@ -864,8 +865,9 @@ selftest_run() {
 
 if want selftest; then
 	begin selftest
-	ppcoal_load && fam=$(val recycle_target) && rmmod ppcoal
-	if [ "$fam" = page_pool_return_skb_page ]; then
+	fam=6.12
+	ppcoal_load && { ! on_61 || fam=6.1; } && rmmod ppcoal
+	if [ $fam = 6.1 ]; then
 		selftest_run "coalesce=on clone_policy=detach" 1
 		selftest_run "coalesce=on clone_policy=legacy" 0
 		selftest_run "coalesce=observe" 0
@@ -888,8 +890,7 @@ if want soak; then
 	# on,observe,off); the multi-threaded boot keeps "on" (no code patching)
 	modes=$(karg soakmodes on,observe,off | tr , ' ')
 	ppcoal_load mode=on || bad "insmod ppcoal"
-	ppcoal_load_fam=$(val recycle_target)
-	if [ "$ppcoal_load_fam" = page_pool_return_skb_page ]; then
+	if on_61; then
 		policies="detach refuse legacy"
 	else
 		policies="upstream legacy"
@@ -1264,10 +1265,8 @@ if want dma-pool; then
 	for fp in 0 1; do
 		cfg="frag_pool=$fp"
 		ppcoal_load coalesce=on recycle=on virtio=off || bad "$cfg: insmod ppcoal"
-		case "$(val recycle_target)" in
-		page_pool_return_skb_page) pol=detach ;;
-		*) pol=upstream ;;
-		esac
+		pol=upstream
+		! on_61 || pol=detach
 		echo $pol >$P/clone_policy || bad "$cfg: clone_policy=$pol"
 		fixture_up dma=1 frag_pool=$fp linear=0 || { bad "$cfg: fixture_up dma=1"; ppcoal_unload; continue; }
 		eq "$(ppf1_field dma)" 1 "$cfg: ppf1's pool DMA-mapped"
@@ -1418,7 +1417,7 @@ if want recycle-forced-eligible; then
 	flood_until_known || bad "owner not learned"
 	# 6.12: a reset withdraws direct recycling (as bnxt): not in this run
 	nr=5
-	[ "$(val recycle_target)" = page_pool_return_skb_page ] || nr=0
+	on_61 || nr=0
 	snap /tmp/a
 	t=0
 	while [ $t -lt "$(karg forcedsecs 20)" ]; do
@@ -1515,7 +1514,7 @@ fi
 if want recycle-ppnapi; then
 	begin recycle-ppnapi
 	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
-	if [ "$(val recycle_target)" = napi_pp_put_page ]; then
+	if ! on_61; then
 		for ppn in 1 0; do
 			fixture_up frag_pool=0 linear=0 pp_napi=$ppn || { bad "pp_napi=$ppn: fixture_up"; continue; }
 			blackhole_up ppf0 ppf1 $BLACKHOLE
@@ -1569,7 +1568,7 @@ fi
 if want recycle-veth-xdp; then
 	begin recycle-veth-xdp
 	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
-	if [ "$(val recycle_target)" = napi_pp_put_page ]; then
+	if ! on_61; then
 		"$IP" link add vxa type veth peer name vxb || bad "veth pair"
 		"$IP" link set vxb netns peer
 		"$IP" addr add 198.20.0.1/24 dev vxa
