@@ -1349,11 +1349,12 @@ fi
 # ppf1's puts asking for its cache stay 0 (its own are never direct).
 # judged_never: a live pool has the verdict not eligible
 judged_never() { [ "$(val recycle.tracked_not_eligible)" -gt 0 ]; }
-# ppf_resets N: N resets of ppf1's ring, 0.1 s apart
+# ppf_resets N [HOW]: N resets of ppf1's ring, 0.1 s apart (HOW 2: on
+# 6.12 without withdrawing direct recycling first)
 ppf_resets() {
 	local i=0
 	while [ $i -lt "$1" ]; do
-		echo 1 >$FX/reset || return 1
+		echo "${2:-1}" >$FX/reset || return 1
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -1369,6 +1370,8 @@ if want recycle-driver-patterns; then
 		eq "$(val recycle.tracked_not_eligible)" 0 "$cfg: no verdict before the pair"
 		fixture_up refill=1 dma=$dm frag_pool=$fp linear=0 || { bad "$cfg: fixture_up refill=1"; continue; }
 		eq "$(ppf1_field refill)" 1 "$cfg: ppf1 refilled by the work item"
+		echo 3 >$FX/reset 2>/dev/null && bad "$cfg: reset 3 accepted (1 and 2 are)"
+		dmesg_has "reset: write 1" || bad "$cfg: no dmesg line for the refused reset 3"
 		blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$cfg: blackhole neighbour"
 		# the learner meets the pool: a verdict, not an owner. With
 		# frag_pool=0 it has met it before /tmp/a (a verdict counted
@@ -1385,7 +1388,7 @@ if want recycle-driver-patterns; then
 		flood_until judged_never || bad "$cfg: ppf1's pool not judged not eligible in 15 s of drop floods, before any reset"
 		drop_flood 2 &
 		fl=$!
-		ppf_resets 10 || bad "$cfg: reset"
+		ppf_resets 10 $((fp + 1)) || bad "$cfg: reset"
 		wait $fl
 		sleep 0.3
 		snap /tmp/b
@@ -1426,15 +1429,15 @@ if want recycle-forced-eligible; then
 	fixture_up refill=1 frag_pool=0 linear=0 || bad "fixture_up refill=1"
 	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
 	flood_until_known || bad "owner not learned"
-	# 6.12: a reset withdraws direct recycling (as bnxt): not in this run
-	nr=5
-	on_61 || nr=0
+	# resets refill from process context all through the flood; on 6.12
+	# without withdrawing direct recycling first (bnxt's does, and ppcoal
+	# then never recycles into the pool again: recycle-driver-patterns)
 	snap /tmp/a
 	t=0
 	while [ $t -lt "$(karg forcedsecs 20)" ]; do
 		drop_flood 1 &
 		fl=$!
-		ppf_resets $nr
+		ppf_resets 5 2
 		wait $fl
 		t=$((t + 1))
 	done

@@ -61,7 +61,9 @@
  *              bnxt_queue_stop(), bnxt.c:15643): from process context
  *              while the NAPI polls, every ring buffer goes back to the
  *              pool and the ring is filled again (6.12: after
- *              page_pool_disable_direct_recycling(), as bnxt).
+ *              page_pool_disable_direct_recycling(), as bnxt; writing 2
+ *              instead of 1 leaves it out and does 32 rounds, the lock
+ *              dropped between: the forced experiment, and its control).
  *
  * 6.12: writing to .../withdraw calls page_pool_disable_direct_recycling()
  * on ppf1's pool (a driver withdrawing direct recycling from a live pool).
@@ -894,14 +896,21 @@ static const struct file_operations ppf_release_fops = {
 /*
  * refill=1: bnxt's queue reset on ppf1, from this write (process context)
  * while its NAPI polls: the ring's buffers back to the pool, then a new
- * fill. 6.12: direct recycling withdrawn first, as bnxt_queue_stop() does.
+ * fill. 6.12: direct recycling withdrawn first, as bnxt_queue_stop() does,
+ * unless "2" is written (a driver that does not withdraw it, for the forced
+ * experiment, whose pool must keep taking direct puts on 6.12 too).
  */
 static ssize_t ppf_reset_write(struct file *file, const char __user *ubuf,
 			       size_t len, loff_t *ppos)
 {
 	struct ppf_priv *priv;
-	int err = -ENODEV;
+	int err = -ENODEV, i;
+	u8 how;
 
+	if (kstrtou8_from_user(ubuf, len, 0, &how) || (how != 1 && how != 2)) {
+		pr_err("reset: write 1 (a queue reset as bnxt's) or 2 (not withdrawing direct recycling, 32 rounds)\n");
+		return -EINVAL;
+	}
 	mutex_lock(&ppf_lock);
 	/* rtnl: ppf1 cannot go down meanwhile (ppf_stop() empties the ring) */
 	rtnl_lock();
@@ -912,12 +921,16 @@ static ssize_t ppf_reset_write(struct file *file, const char __user *ubuf,
 	}
 	if (!err) {
 #ifdef PPC_HAVE_PP_DISABLE_DIRECT
-		page_pool_disable_direct_recycling(priv->pool);
+		if (how == 1)
+			page_pool_disable_direct_recycling(priv->pool);
 #endif
-		spin_lock_bh(&priv->ring_lock);
-		ppf_ring_empty(priv);
-		ppf_ring_fill(priv, PPF_RING);
-		spin_unlock_bh(&priv->ring_lock);
+		/* 2: 32 rounds, the lock dropped between (more to race) */
+		for (i = 0; i < (how == 2 ? 32 : 1); i++) {
+			spin_lock_bh(&priv->ring_lock);
+			ppf_ring_empty(priv);
+			ppf_ring_fill(priv, PPF_RING);
+			spin_unlock_bh(&priv->ring_lock);
+		}
 	}
 	rtnl_unlock();
 	mutex_unlock(&ppf_lock);
