@@ -1349,8 +1349,9 @@ fi
 # ppf1's puts asking for its cache stay 0 (its own are never direct).
 # judged_never: a live pool has the verdict not eligible
 judged_never() { [ "$(val recycle.tracked_not_eligible)" -gt 0 ]; }
-# ppf_resets N [HOW]: N resets of ppf1's ring, 0.1 s apart (HOW 2: on
-# 6.12 without withdrawing direct recycling first)
+# ppf_resets N [HOW]: N resets of ppf1's ring, 0.1 s apart (HOW 1, the
+# default: bnxt's; 2: 32 rounds each, on 6.12 not withdrawing direct
+# recycling first)
 ppf_resets() {
 	local i=0
 	while [ $i -lt "$1" ]; do
