@@ -17,8 +17,16 @@
 #    (seen with no module loaded: sched_clock_cpu+0x8 while the kernel
 #    flipped the sched_clock_stable static key at boot; kernel-facts.md).
 #    An int3 that is still in memory stays the kernel's failure.
+#  - any boot: "Oops: double fault" whose register dump has EFLAGS bits
+#    that x86 hardware always keeps 0 (3, 5, 15, 22 and up; POPF cannot set
+#    them either), in the frame the CPU itself pushed for the double fault:
+#    no kernel or module code can produce that state, the emulator's CPU
+#    model did (seen on 6.12.117 under single-threaded TCG during `toggle`,
+#    EFLAGS c3d6d602, tests/vm/testdata/tcg-double-fault-eflags.log; once
+#    before under multi-threaded TCG, kernel-facts.md). A double fault with
+#    a possible EFLAGS (a stack overflow) stays the kernel's failure.
 emulator_fault() {
-	local qline rip
+	local qline rip fl
 	qline=$(grep -m1 -E '^qemu-system-x86_64: .*(Assertion|assertion|fatal|core dumped)' "$1")
 	if { [ "$2" -gt 128 ] && [ "$2" != 137 ]; } || [ -n "$qline" ]; then
 		echo "QEMU crashed (exit $2)${qline:+: $qline}"
@@ -32,5 +40,10 @@ emulator_fault() {
 		}
 		END { print rip; exit !stale }'); then
 		echo "stale int3 executed (MTTCG): $rip"
+	elif fl=$(tr -d '\r' <"$1" | awk '
+		!seen && /Oops: double fault/ { seen = 1; next }
+		seen && match($0, /EFLAGS: [0-9a-f]+/) { print substr($0, RSTART + 8, RLENGTH - 8); exit }') &&
+		[ -n "$fl" ] && [ ${#fl} -le 16 ] && (((16#$fl & 0xffffffffffc08028) != 0)); then
+		echo "double fault with EFLAGS $fl, bits no x86 CPU sets (emulator state)"
 	fi
 }
