@@ -53,15 +53,18 @@ enum ppc_counter {
 enum ppc_hook_id {
 #define PPC_HOOK(id, ...) \
 	PPC_HOOK_##id,
+#define PPC_REDIRECT(id, ...) \
+	PPC_HOOK_##id,
 #define PPC_TRACEPOINT(id, ...) \
 	PPC_HOOK_##id,
 #include "ppcoal_tables.h"
 #undef PPC_TRACEPOINT
+#undef PPC_REDIRECT
 #undef PPC_HOOK
 	PPC_NR_HOOKS
 };
 
-/* When a hook is live (the arm column of PPC_HOOK and PPC_TRACEPOINT). */
+/* When a hook is live (the arm column of the hook and tracepoint tables). */
 enum ppc_arm {
 	PPC_ARM_PATH,		/* while its path is observe or on */
 	PPC_ARM_ON,		/* while its path is on */

@@ -38,6 +38,17 @@
 #define ppc_fregs_set_ip(fregs, ip) ftrace_instruction_pointer_set(fregs, ip)
 #endif
 
+/* ftrace direct calls: 6.1's ops-based API carries the _multi names. */
+#ifdef PPC_HAVE_FTRACE_DIRECT_MULTI
+#define ppc_register_direct(ops, addr) register_ftrace_direct_multi(ops, addr)
+#define ppc_unregister_direct(ops, addr) \
+	unregister_ftrace_direct_multi(ops, addr)
+#else
+#define ppc_register_direct(ops, addr) register_ftrace_direct(ops, addr)
+#define ppc_unregister_direct(ops, addr) \
+	unregister_ftrace_direct(ops, addr, false)
+#endif
+
 /* First argument of a traced function, in an ftrace callback. */
 #ifdef PPC_HAVE_FREGS_GET_ARGUMENT
 #define ppc_fregs_arg0(fregs) ftrace_regs_get_argument(fregs, 0)

@@ -28,6 +28,24 @@
  *    FTRACE_OPS_FL_PERMANENT, as livepatch's: ftrace_enable_sysctl()
  *    refuses the write while one is registered (6.1 :8524, 6.12 :8908),
  *    and registering one while ftrace is off fails with -EBUSY.
+ *  - Direct calls (direct_calls=1) replace a redirect's ops flags with the
+ *    kernel's own (6.1 :5731, 6.12 :6050): IPMODIFY and PERMANENT are
+ *    gone from it. The kernel still refuses a livepatch (an IPMODIFY ops)
+ *    on a function one of our direct ops holds, and our direct ops on a
+ *    function a livepatch holds, with -EBUSY, because our direct ops has
+ *    no ops_func (6.1 :1983-1984 and :8236-8237, 6.12 :2056-2057 and
+ *    :8616-8617); a second direct user (a BPF trampoline) gets -EBUSY
+ *    too (6.1 :5714, 6.12 :6005). PERMANENT is carried by ppc_guard_ops,
+ *    registered before the first direct ops and removed after the last.
+ *    One gap the kernel leaves: an IPMODIFY ops already registered that
+ *    later adds a function we hold to its filter is not refused (6.1
+ *    :1441 and :1983-1988 accept a record a direct ops holds; a kprobe
+ *    with a post_handler does that); its change of the instruction
+ *    pointer is then lost. A livepatch registers a new ops per function
+ *    and is refused.
+ *    Unregistering a direct ops is unregister_ftrace_function() (6.1
+ *    :5775, 6.12 :6097): the same waits as above cover a CPU or task in
+ *    the trampoline, which is module text too.
  *  - Module parameters stay writable until free_module() (6.1
  *    kernel/module/main.c:755-759 and :1151-1155), after the exit
  *    function: ppc_engine_kill() makes every later attach fail, under
@@ -43,8 +61,16 @@
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/utsname.h>
+#include <asm/asm-offsets.h>	/* X86_call_depth, for CALL_DEPTH_ACCOUNT */
+#include <asm/ibt.h>
+#include <asm/linkage.h>
+#include <asm/nospec-branch.h>
 
 #include "ppcoal.h"
+
+#ifndef CALL_DEPTH_ACCOUNT	/* no call depth tracking before 6.2 */
+#define CALL_DEPTH_ACCOUNT ""
+#endif
 
 struct ppc_hook {
 	const char *module;
@@ -52,6 +78,7 @@ struct ppc_hook {
 	enum ppc_path path;
 	enum ppc_arm arm;
 	void *replacement;	/* else ops.func is the callback */
+	void (*tramp)(void);	/* a redirect's direct-call trampoline */
 	bool alt;		/* one of alternatives: may be missing */
 	int (*tp_reg)(void);	/* a tracepoint probe, not an ftrace_ops */
 	void (*tp_unreg)(void);
@@ -69,25 +96,75 @@ struct ppc_hook {
 #define PPC_OPS_FLAGS(ipmod) \
 	(FTRACE_OPS_FL_PERMANENT | ((ipmod) ? FTRACE_OPS_FL_IPMODIFY : 0))
 
+/*
+ * A redirect's direct-call trampoline. The target's patched call site
+ * (fentry) calls it with the target's arguments in their registers and,
+ * on top of the stack, the address after that call site; the target's
+ * own return address lies above. It overwrites the former with the
+ * replacement's address and returns into the replacement, which returns
+ * to the target's caller: the control flow ppc_redirect() makes through
+ * the ftrace caller, in three instructions. The stack is the same when
+ * the call comes through ftrace_regs_caller because another ftrace user
+ * shares the site: it "makes this a call to" the direct trampoline (6.1
+ * arch/x86/kernel/ftrace_64.S:252-280, 6.12 :266-310). ENDBR and
+ * the call depth accounting as samples/ftrace/ftrace-direct-multi.c
+ * (6.12 :52-57) has them; the movq's sign-extended 32-bit immediate holds
+ * any module address (modules live in the top 2 GiB).
+ */
+#define PPC_TRAMPOLINE(repl) \
+	".type " #repl "_tramp, @function\n" \
+	#repl "_tramp:\n\t" \
+	ASM_ENDBR \
+	CALL_DEPTH_ACCOUNT "\n\t" \
+	"movq $" #repl ", (%rsp)\n\t" \
+	ASM_RET \
+	".size " #repl "_tramp, .-" #repl "_tramp\n"
+
+/* The trampolines, one declaration: void a_tramp(void), ..., b_tramp(void); */
+#define PPC_HOOK(...)
+#define PPC_REDIRECT(id, p, a, mod, sym, repl, alternative) \
+	repl##_tramp(void),
+void
+#include "ppcoal_tables.h"
+ppc_tramp_none(void);
+#undef PPC_REDIRECT
+#undef PPC_HOOK
+
+asm(".pushsection .text, \"ax\", @progbits\n"
+#define PPC_HOOK(...)
+#define PPC_REDIRECT(id, p, a, mod, sym, repl, alternative) \
+	PPC_TRAMPOLINE(repl)
+#include "ppcoal_tables.h"
+#undef PPC_REDIRECT
+#undef PPC_HOOK
+	".popsection\n");
+
 static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
-#define PPC_HOOK(id, p, a, mod, sym, repl, cb, ipmod, alternative) \
+#define PPC_HOOK(id, p, a, mod, sym, cb, ipmod, alternative) \
 	[PPC_HOOK_##id] = { .module = mod, .symbol = sym, \
 			    .path = PPC_PATH_##p, .arm = PPC_ARM_##a, \
-			    .replacement = repl, .alt = alternative, \
+			    .alt = alternative, \
 			    .ops.func = cb, .ops.flags = PPC_OPS_FLAGS(ipmod) },
+#define PPC_REDIRECT(id, p, a, mod, sym, repl, alternative) \
+	[PPC_HOOK_##id] = { .module = mod, .symbol = sym, \
+			    .path = PPC_PATH_##p, .arm = PPC_ARM_##a, \
+			    .replacement = repl, .tramp = repl##_tramp, \
+			    .alt = alternative, \
+			    .ops.flags = PPC_OPS_FLAGS(true) },
 #define PPC_TRACEPOINT(id, p, a, name, reg, unreg) \
 	[PPC_HOOK_##id] = { .symbol = name, .path = PPC_PATH_##p, \
 			    .arm = PPC_ARM_##a, .tp_reg = reg, \
 			    .tp_unreg = unreg },
 #include "ppcoal_tables.h"
 #undef PPC_TRACEPOINT
+#undef PPC_REDIRECT
 #undef PPC_HOOK
 };
 
 struct ppc_path_status {
 	bool waiting;		/* a module that owns targets is not loaded */
 	const char *waiting_for;
-	char reason[160];	/* set when the path cannot be attached */
+	char reason[192];	/* set when the path cannot be attached */
 };
 
 static struct ppc_path_status ppc_status[PPC_NR_PATHS];
@@ -119,6 +196,103 @@ static const struct {
 };
 
 static char ppc_debver[32] = "unknown";	/* this kernel's, set at init */
+
+static bool direct_calls;
+module_param(direct_calls, bool, 0444);
+MODULE_PARM_DESC(direct_calls,
+		 "load-time: enter the replacement functions through ftrace direct calls, a trampoline the patched call site calls itself (fewer instructions per call; while a path is attached, no BPF fentry/fexit program can attach to its replaced function) (default 0)");
+
+/* direct_calls=1 is in effect (the kernel can do direct calls). */
+static bool ppc_direct;
+
+/* The direct hooks attached (under ppc_lock): the guard lives while > 0. */
+static unsigned int ppc_guard_users;
+
+/* Unregistering the guard failed: it stays on ftrace's list, pinned. */
+static bool ppc_guard_stuck;
+
+/*
+ * The guard: a PERMANENT ftrace_ops on a function of ours that nothing
+ * calls, registered while a direct hook is attached, so that
+ * kernel.ftrace_enabled=0 is refused (6.1 :8524, 6.12 :8908) as it is with
+ * the redirect ops, whose PERMANENT a direct ops loses; registering it
+ * while ftrace is off fails with -EBUSY, so the hook does not attach.
+ */
+static noinline void ppc_guard_target(void)
+{
+	barrier();
+}
+
+static void notrace ppc_guard_cb(unsigned long ip, unsigned long parent_ip,
+				 struct ftrace_ops *op,
+				 struct ftrace_regs *fregs)
+{
+}
+
+static struct ftrace_ops ppc_guard_ops = {
+	.func = ppc_guard_cb,
+	.flags = FTRACE_OPS_FL_PERMANENT,
+};
+
+static bool ppc_hook_direct(const struct ppc_hook *h)
+{
+	return ppc_direct && h->tramp;
+}
+
+/*
+ * A hook or the guard whose (un)registering failed in a way that may leave
+ * it live: keep the module, and its text, loaded for good.
+ */
+static void ppc_pin(const char *what, int err)
+{
+	__module_get(THIS_MODULE);
+	pr_crit("%s: (un)registering its ftrace_ops failed (%d): it may stay live, so ppcoal stays loaded\n",
+		what, err);
+}
+
+static int ppc_guard_get(void)
+{
+	int ret;
+
+	lockdep_assert_held(&ppc_lock);
+	if (ppc_guard_users) {
+		ppc_guard_users++;
+		return 0;
+	}
+	if (ppc_guard_stuck)
+		return -EBUSY;
+	ret = ftrace_set_filter_ip(&ppc_guard_ops,
+				   (unsigned long)ppc_guard_target, 0, 1);
+	if (ret)
+		return ret;
+	ret = register_ftrace_function(&ppc_guard_ops);
+	if (ret == -ENODEV) {
+		/* ftrace died in ftrace_startup() after patching (6.1 :3014-3023) */
+		ppc_guard_stuck = true;
+		ppc_pin("guard", ret);
+	} else if (ret) {
+		ftrace_set_filter_ip(&ppc_guard_ops,
+				     (unsigned long)ppc_guard_target, 1, 0);
+	} else {
+		ppc_guard_users = 1;
+	}
+	return ret;
+}
+
+static void ppc_guard_put(void)
+{
+	int ret;
+
+	lockdep_assert_held(&ppc_lock);
+	if (WARN_ON_ONCE(!ppc_guard_users) || --ppc_guard_users)
+		return;
+	ret = unregister_ftrace_function(&ppc_guard_ops);
+	if (ret) {
+		/* still on ftrace_ops_list: its memory must stay */
+		ppc_guard_stuck = true;
+		ppc_pin("guard", ret);
+	}
+}
 
 static char *assume_debian_version;
 module_param(assume_debian_version, charp, 0444);
@@ -163,6 +337,7 @@ void ppc_kernel_show(struct seq_file *m)
 			   ppc_path_verified(p) ? "yes" : "no");
 	seq_printf(m, "%s\n", accept_unverified ?
 		   " (accept_unverified=1: unverified paths run at the administrator's risk)" : "");
+	seq_printf(m, "hook_calls %s\n", ppc_direct ? "direct" : "ftrace");
 }
 
 /* The Debian source version in "#1 SMP ... Debian 6.1.192-3 (date)". */
@@ -306,16 +481,44 @@ static int ppc_hook_attach(struct ppc_hook *h)
 		return 0;
 	}
 
+	if (ppc_hook_direct(h)) {
+		ret = ppc_guard_get();
+		if (ret)
+			return ret;
+	}
 	ret = ftrace_set_filter_ip(&h->ops, h->addr, 0, 1);
 	if (ret)
+		goto put;
+	if (ppc_hook_direct(h))
+		ret = ppc_register_direct(&h->ops, (unsigned long)h->tramp);
+	else
+		ret = register_ftrace_function(&h->ops);
+	if (ret == -ENODEV) {
+		/*
+		 * ftrace died in ftrace_startup() (6.1 :3014-3023, 6.12
+		 * :3106-3114): the call site may be patched already. The
+		 * hook counts as live; the guard stays with it.
+		 */
+		h->stuck = true;
+		h->attached = true;
+		ppc_pin(h->symbol, ret);
 		return ret;
-	ret = register_ftrace_function(&h->ops);
+	}
 	if (ret) {
+		if (ppc_hook_direct(h)) {
+			/* 6.1 leaves them set on failure (:5730-5738) */
+			h->ops.func = NULL;
+			h->ops.trampoline = 0;
+		}
 		ftrace_set_filter_ip(&h->ops, h->addr, 1, 0);
-		return ret;
+		goto put;
 	}
 	h->attached = true;
 	return 0;
+put:
+	if (ppc_hook_direct(h))
+		ppc_guard_put();
+	return ret;
 }
 
 /*
@@ -336,17 +539,20 @@ static int ppc_hook_detach(struct ppc_hook *h)
 		h->attached = false;
 		return 0;
 	}
-	ret = unregister_ftrace_function(&h->ops);
-	if (ret) {
+	if (ppc_hook_direct(h))
+		ret = ppc_unregister_direct(&h->ops, (unsigned long)h->tramp);
+	else
+		ret = unregister_ftrace_function(&h->ops);
+	if (ret || h->stuck) {
 		if (!h->stuck) {
 			h->stuck = true;
-			__module_get(THIS_MODULE);
+			ppc_pin(h->symbol, ret);
 		}
-		pr_crit("%s: unregister_ftrace_function failed (%d): the hook stays live and ppcoal stays loaded\n",
-			h->symbol, ret);
-		return ret;
+		return ret ?: -ENODEV;
 	}
 	h->attached = false;
+	if (ppc_hook_direct(h))
+		ppc_guard_put();
 	return 0;
 }
 
@@ -355,7 +561,11 @@ static void ppc_set_reason(enum ppc_path path, const struct ppc_hook *h,
 {
 	struct ppc_path_status *st = &ppc_status[path];
 
-	if (err == -EBUSY)
+	if (err == -EBUSY && ppc_hook_direct(h))
+		snprintf(st->reason, sizeof(st->reason),
+			 "%s is already modified by another ftrace IPMODIFY user (a livepatch?) or direct-call user (a BPF trampoline?), or kernel.ftrace_enabled is 0 (-EBUSY)",
+			 h->symbol);
+	else if (err == -EBUSY)
 		snprintf(st->reason, sizeof(st->reason),
 			 "%s is already modified by another ftrace IPMODIFY user (a livepatch?), or kernel.ftrace_enabled is 0 (-EBUSY)",
 			 h->symbol);
@@ -692,6 +902,19 @@ static struct notifier_block ppc_module_nb = {
 	.notifier_call = ppc_module_notify,
 };
 
+/* direct_calls=1: say what it gets, once, at load. */
+static void ppc_direct_init(void)
+{
+	if (!direct_calls)
+		return;
+	if (!IS_ENABLED(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)) {
+		pr_warn("direct_calls=1 refused: this kernel has no CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS; the replacements are entered through ftrace callbacks\n");
+		return;
+	}
+	ppc_direct = true;
+	pr_info("direct_calls=1: the replacements are entered through direct-call trampolines\n");
+}
+
 /**
  * ppc_engine_init() - start following modules that own hook targets
  *
@@ -707,9 +930,16 @@ int ppc_engine_init(void)
 			ppc_debver);
 	for (i = 0; i < PPC_NR_PATHS; i++)
 		ppc_refuse_unverified(i);
-	for (i = 0; i < PPC_NR_HOOKS; i++)
-		if (ppc_hooks[i].replacement)
+	ppc_direct_init();
+	for (i = 0; i < PPC_NR_HOOKS; i++) {
+		if (!ppc_hooks[i].replacement)
+			continue;
+		if (ppc_hook_direct(&ppc_hooks[i]))
+			/* register_ftrace_direct*() sets both */
+			ppc_hooks[i].ops.flags = 0;
+		else
 			ppc_hooks[i].ops.func = ppc_redirect;
+	}
 	return register_module_notifier(&ppc_module_nb);
 }
 
@@ -756,6 +986,7 @@ void ppc_engine_exit(void)
 	mutex_lock(&ppc_lock);
 	for (p = 0; p < PPC_NR_PATHS; p++)
 		stuck |= ppc_path_detach(p) != 0;
+	stuck |= ppc_guard_stuck;
 	mutex_unlock(&ppc_lock);
 	while (stuck) {
 		pr_emerg("a hook could not be removed; unloading would leave it calling freed module text, so this module exit waits forever\n");
@@ -765,4 +996,6 @@ void ppc_engine_exit(void)
 	for (p = 0; p < PPC_NR_HOOKS; p++)
 		if (!ppc_hooks[p].tp_reg)
 			ftrace_free_filter(&ppc_hooks[p].ops);
+	if (ppc_direct)
+		ftrace_free_filter(&ppc_guard_ops);
 }

@@ -265,7 +265,7 @@ MODULE_PARM_DESC(reset_stats, "write 1 to zero every counter");
 
 static int ppc_stats_show(struct seq_file *m, void *v)
 {
-	char state[192];
+	char state[224];	/* "unavailable: " and a reason */
 	u64 sum;
 	int c, p, cpu;
 

@@ -73,49 +73,51 @@ PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
 
 #ifdef PPC_HOOK
 /*
- * PPC_HOOK(id, path, arm, module, symbol, replacement, callback, ipmodify,
- *	    alt):
- * arm says when the hook is live: PATH while the path is not off, ON only
- * while it is on, LEARN only while ppcoal_recycle.c learns pool owners (on
- * demand). module is NULL for vmlinux. replacement is the
- * shadow the ftrace callback redirects to (livepatch style); callback is a
- * counting ftrace callback used when there is no replacement. ipmodify:
- * the hook may change the instruction pointer (FTRACE_OPS_FL_IPMODIFY: one
- * such user per function, so it conflicts with a livepatch on the same
- * function). alt: one of alternatives (functions that may be inlined or
- * renamed): a missing one is skipped, one of its arm must attach.
+ * PPC_REDIRECT(id, path, arm, module, symbol, replacement, alt) and
+ * PPC_HOOK(id, path, arm, module, symbol, callback, ipmodify, alt), one
+ * sequence (a consumer defines both): arm says when the hook is live: PATH
+ * while the path is not off, ON only while it is on, LEARN only while
+ * ppcoal_recycle.c learns pool owners (on demand). module is NULL for
+ * vmlinux. A redirect enters replacement, a shadow with the target's
+ * signature, instead of the target (livepatch style, FTRACE_OPS_FL_IPMODIFY:
+ * one such user per function, so it conflicts with a livepatch of it),
+ * through an ftrace callback or, with direct_calls=1, through a trampoline
+ * the patched call site calls itself. A hook's callback is a counting
+ * ftrace callback; ipmodify: it may change the instruction pointer. alt:
+ * one of alternatives (functions that may be inlined or renamed): a
+ * missing one is skipped, one of its arm must attach.
  */
-PPC_HOOK(COALESCE, COALESCE, PATH, NULL, "skb_try_coalesce",
-	 ppc_skb_try_coalesce, NULL, true, false)
-PPC_HOOK(RECYCLE, RECYCLE, PATH, NULL, PPC_RECYCLE_TARGET,
-	 ppc_recycle_put, NULL, true, false)
+PPC_REDIRECT(COALESCE, COALESCE, PATH, NULL, "skb_try_coalesce",
+	     ppc_skb_try_coalesce, false)
+PPC_REDIRECT(RECYCLE, RECYCLE, PATH, NULL, PPC_RECYCLE_TARGET,
+	     ppc_recycle_put, false)
 PPC_HOOK(POLL_ENTER, RECYCLE, ON, NULL, "__napi_poll",
-	 NULL, ppc_owner_poll_cb, false, false)
+	 ppc_owner_poll_cb, false, false)
 PPC_HOOK(POOL_DESTROY, RECYCLE, ON, NULL, "page_pool_destroy",
-	 NULL, ppc_owner_pool_destroy_cb, false, false)
+	 ppc_owner_pool_destroy_cb, false, false)
 PPC_HOOK(NAPI_DEL, RECYCLE, ON, NULL, "__netif_napi_del",
-	 NULL, ppc_owner_napi_del_cb, false, false)
+	 ppc_owner_napi_del_cb, false, false)
 #ifdef PPC_HAVE_PP_DISABLE_DIRECT
 PPC_HOOK(PP_DISABLE, RECYCLE, ON, NULL, "page_pool_disable_direct_recycling",
-	 NULL, ppc_owner_pp_disable_cb, false, false)
+	 ppc_owner_pp_disable_cb, false, false)
 #endif
 PPC_HOOK(LEARN_ALLOC, RECYCLE, LEARN, NULL, "page_pool_alloc_pages",
-	 NULL, ppc_owner_alloc_cb, false, true)
+	 ppc_owner_alloc_cb, false, true)
 #ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
 PPC_HOOK(LEARN_NETMEMS, RECYCLE, LEARN, NULL, PPC_PP_ALLOC_NETMEM_TARGET,
-	 NULL, ppc_owner_alloc_cb, false, true)
+	 ppc_owner_alloc_cb, false, true)
 PPC_HOOK(LEARN_FRAG, RECYCLE, LEARN, NULL, "page_pool_alloc_frag_netmem",
-	 NULL, ppc_owner_alloc_cb, false, true)
+	 ppc_owner_alloc_cb, false, true)
 #else
 PPC_HOOK(LEARN_FRAG, RECYCLE, LEARN, NULL, "page_pool_alloc_frag",
-	 NULL, ppc_owner_alloc_cb, false, true)
+	 ppc_owner_alloc_cb, false, true)
 #endif
 PPC_HOOK(PAGE_TO_SKB, VIRTIO, PATH, "virtio_net", "page_to_skb",
-	 NULL, ppc_virtio_page_to_skb_cb, false, false)
+	 ppc_virtio_page_to_skb_cb, false, false)
 PPC_HOOK(BUILD_SKB, VIRTIO, PATH, NULL, "build_skb",
-	 NULL, ppc_virtio_build_skb_cb, true, false)
+	 ppc_virtio_build_skb_cb, true, false)
 PPC_HOOK(NAPI_ALLOC, VIRTIO, PATH, NULL, PPC_NAPI_ALLOC_TARGET,
-	 NULL, ppc_virtio_alloc_cb, false, false)
+	 ppc_virtio_alloc_cb, false, false)
 PPC_HOOK(RX_FRAG, VIRTIO, PATH, NULL, PPC_RX_FRAG_TARGET,
-	 NULL, ppc_virtio_rx_frag_cb, false, false)
+	 ppc_virtio_rx_frag_cb, false, false)
 #endif

@@ -73,7 +73,13 @@ virtio_load() {
 	done </etc/modlist.d/virtio_net
 }
 
-ppcoal_load() { insmod /ko/ppcoal.ko "$@"; }
+# ppcoal.direct=1 on the kernel command line (the "direct" boot): every
+# ppcoal_load enters the replacements through ftrace direct calls; an
+# argument of the caller's own comes later and wins
+PPC_LOAD_DIRECT=$(sed -n 's/.*ppcoal\.direct=\([01]\).*/\1/p' /proc/cmdline)
+ppcoal_load() { insmod /ko/ppcoal.ko ${PPC_LOAD_DIRECT:+direct_calls=$PPC_LOAD_DIRECT} "$@"; }
+# the way the loaded ppcoal enters its replacements (stats: hook_calls)
+hook_calls_want() { [ "$PPC_LOAD_DIRECT" = 1 ] && echo direct || echo ftrace; }
 # pick "W0 W1 ..." I: word I modulo the number of words (the mode flips)
 pick() {
 	local i=$2
