@@ -250,6 +250,25 @@ static void ppc_pin(const char *what, int err)
 		what, err);
 }
 
+/*
+ * After a failed register: true when ftrace died in ftrace_startup() after
+ * enabling the ops (-ENODEV with FTRACE_OPS_FL_ENABLED still set, 6.1
+ * kernel/trace/ftrace.c:3014-3023, 6.12 :3106-3114): call sites may be
+ * patched to reach our text, so it must stay. Otherwise the ops may still
+ * have been on ftrace_ops_list for a moment (the IPMODIFY rollback, 6.1
+ * :3000-3008, 6.12 :3091-3099, removes it with no wait): wait as
+ * ftrace_shutdown() would, so that no CPU or task is left in our callback
+ * or replacement when the caller goes on (and, at worst, the module goes).
+ */
+static bool ppc_register_left_live(struct ftrace_ops *ops, int err)
+{
+	if (err == -ENODEV && (ops->flags & FTRACE_OPS_FL_ENABLED))
+		return true;
+	synchronize_rcu_tasks_rude();
+	synchronize_rcu_tasks();
+	return false;
+}
+
 static int ppc_guard_get(void)
 {
 	int ret;
@@ -260,21 +279,20 @@ static int ppc_guard_get(void)
 		return 0;
 	}
 	if (ppc_guard_stuck)
-		return -EBUSY;
+		return -ENODEV;
 	ret = ftrace_set_filter_ip(&ppc_guard_ops,
 				   (unsigned long)ppc_guard_target, 0, 1);
 	if (ret)
 		return ret;
 	ret = register_ftrace_function(&ppc_guard_ops);
-	if (ret == -ENODEV) {
-		/* ftrace died in ftrace_startup() after patching (6.1 :3014-3023) */
+	if (!ret) {
+		ppc_guard_users = 1;
+	} else if (ppc_register_left_live(&ppc_guard_ops, ret)) {
 		ppc_guard_stuck = true;
 		ppc_pin("guard", ret);
-	} else if (ret) {
+	} else {
 		ftrace_set_filter_ip(&ppc_guard_ops,
 				     (unsigned long)ppc_guard_target, 1, 0);
-	} else {
-		ppc_guard_users = 1;
 	}
 	return ret;
 }
@@ -493,12 +511,8 @@ static int ppc_hook_attach(struct ppc_hook *h)
 		ret = ppc_register_direct(&h->ops, (unsigned long)h->tramp);
 	else
 		ret = register_ftrace_function(&h->ops);
-	if (ret == -ENODEV) {
-		/*
-		 * ftrace died in ftrace_startup() (6.1 :3014-3023, 6.12
-		 * :3106-3114): the call site may be patched already. The
-		 * hook counts as live; the guard stays with it.
-		 */
+	if (ret && ppc_register_left_live(&h->ops, ret)) {
+		/* counts as live, stuck; the guard stays with it */
 		h->stuck = true;
 		h->attached = true;
 		ppc_pin(h->symbol, ret);
@@ -630,6 +644,11 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 	st->waiting = false;
 	for (h = ppc_next_armed(path, PPC_ARM_PATH, NULL); h;
 	     h = ppc_next_armed(path, PPC_ARM_PATH, h)) {
+		if (h->stuck) {
+			/* maybe live, maybe not: never reported attached */
+			ret = -ENODEV;
+			goto fail;
+		}
 		if (h->attached || h->tp_reg)
 			continue;
 		ret = ppc_resolve_symbol(h->module, h->symbol, &h->addr, NULL);
@@ -742,7 +761,7 @@ bool ppc_path_armed(enum ppc_path path, enum ppc_arm arm)
 
 	for (h = ppc_next_armed(path, arm, NULL); h;
 	     h = ppc_next_armed(path, arm, h))
-		if (!h->attached)
+		if (!h->attached || h->stuck)
 			return false;
 	return true;
 }
@@ -771,6 +790,10 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 	for (h = ppc_next_armed(path, arm, NULL); h && live;
 	     h = ppc_next_armed(path, arm, h)) {
 		alts += h->alt;
+		if (h->stuck) {
+			ret = -ENODEV;
+			break;
+		}
 		if (h->attached) {
 			alts_live += h->alt;
 			continue;
