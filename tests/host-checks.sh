@@ -99,11 +99,16 @@ case "$(emulator_fault "$real" 0 "")" in
 esac
 # the double fault with an EFLAGS no CPU can hold (6.12.117, single-threaded
 # TCG), in any boot; not one whose EFLAGS a CPU could hold (a stack overflow)
+# (200 times: an awk that exited early lost 5 of 300 to SIGPIPE under pipefail)
 t=tests/vm/testdata/tcg-double-fault-eflags.log
-case "$(emulator_fault "$t" 0 "")" in
-"double fault with EFLAGS c3d6d602, bits no x86 CPU sets (emulator state)") ;;
-*) why="$why${why:+; }the recorded double fault with impossible EFLAGS not recognised" ;;
-esac
+n=0
+for _ in $(seq 200); do
+	case "$(emulator_fault "$t" 0 "")" in
+	"double fault with EFLAGS c3d6d602, bits no x86 CPU sets (emulator state)") ;;
+	*) n=$((n + 1)) ;;
+	esac
+done
+[ "$n" = 0 ] || why="$why${why:+; }the recorded double fault with impossible EFLAGS not recognised ($n of 200)"
 sed 's/EFLAGS: c3d6d602/EFLAGS: 00010246/' "$t" >"$real"
 [ -z "$(emulator_fault "$real" 0 "")" ] || why="$why${why:+; }a double fault with a possible EFLAGS called the emulator's"
 rm -f "$real"
