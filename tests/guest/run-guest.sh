@@ -293,9 +293,9 @@ if want virtio-differential; then
 			sleep 0.5
 			vd_snap /tmp/a
 			if [ "$want_br" = tcp ]; then
-				iperf 2 >/dev/null || bad "$m: iperf3 TCP failed"
+				iperf 2 >/dev/null || { bad "$m: iperf3 TCP failed"; net_diag; }
 			else
-				udpflood $PEER 9 2 "$sz" >/dev/null || bad "$m: udpflood $sz failed"
+				udpflood $PEER 9 2 "$sz" >/dev/null || { bad "$m: udpflood $sz failed"; net_diag; }
 			fi
 			sleep 0.5
 			vd_snap /tmp/b
@@ -819,6 +819,20 @@ if want coalesce-rate; then
 	cleanup
 fi
 
+# refuses_clones WHAT: between /tmp/a and /tmp/b every call with a cloned
+# page-pool from was refused: for the stock reason, or (checked before it
+# in skb_try_coalesce) because to is not a page-pool skb. CI of bb17abb
+# saw 3 of 310 refused the second way: the two are not equal.
+refuses_clones() {
+	local c r m
+	c=$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)
+	r=$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)
+	m=$(delta coalesce.refused_pp_mismatch /tmp/a /tmp/b)
+	gt "$r" 0 "$1: clones refused for the stock reason"
+	le "$r" "$c" "$1: refusals of a clone not above clone calls"
+	le "$((c - r))" "$m" "$1: clone calls not refused as clones are at most the pp_recycle mismatches"
+}
+
 if want coalesce-on; then
 	begin coalesce-on
 	ppcoal_load mode=observe || bad "insmod ppcoal"
@@ -833,8 +847,7 @@ if want coalesce-on; then
 			# is the decision for cloned page-pool skbs themselves.
 			tap_run observe legacy 256
 			gt "$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)" 0 "observe: the tap makes clones"
-			eq "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" \
-				"$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)" "observe refuses every clone (stock 6.1)"
+			refuses_clones "observe (stock 6.1)"
 			eq "$(sumd /tmp/a /tmp/b coalesce.clone_moved coalesce.clone_copied)" 0 "observe never coalesces a clone"
 			tap_run on $2 256
 			eq "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" 0 "on: no stock clone refusal"
@@ -861,8 +874,8 @@ if want coalesce-on; then
 		fixture_up frag_pool=0 linear=0 || bad "fixture_up"
 		tap_run on legacy 256
 		gt "$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)" 0 "the tap makes clones"
-		eq "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" \
-			"$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)" "legacy refuses every clone"
+		refuses_clones "legacy"
+		eq "$(sumd /tmp/a /tmp/b coalesce.clone_copied coalesce.pp_frag_refs)" 0 "legacy never coalesces a clone"
 		tap_run on upstream 256
 		eq "$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)" 0 "upstream never refuses clones"
 		gt "$(delta coalesce.pp_frag_refs /tmp/a /tmp/b)" 0 "upstream takes pp_ref_count references"
