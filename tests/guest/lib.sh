@@ -151,6 +151,18 @@ iperf() {
 		END { print sent + 0, rcvd + 0 }' /tmp/iperf.json
 }
 
+# net_diag: after a flood or a client failed, what the NICs and the two
+# CPUs' receive queues show (is a device silent, or the stack stuck?)
+net_diag() {
+	echo "  net_diag: virtio interrupts:"
+	grep -i virtio /proc/interrupts
+	echo "  net_diag: here, then in netns peer:"
+	cat /proc/net/dev
+	"$IP" netns exec peer cat /proc/net/dev
+	echo "  net_diag: softnet_stat:"
+	cat /proc/net/softnet_stat
+}
+
 # iperf_mbps: receiver Mbit/s of the last iperf() run
 iperf_mbps() {
 	awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { gsub(/[^0-9.]/, "", $2); print int($2 / 1e6); exit }' /tmp/iperf.json

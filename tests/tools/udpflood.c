@@ -10,23 +10,35 @@
  * of the insncount QEMU plugin (tests/tools/insnmark.c) right before the
  * first datagram and right after the last, so that an instruction window
  * holds the flood and not the start and exit of this process.
+ *
+ * A send waits while the socket's send buffer is full, as before, but for
+ * at most a second (SO_SNDTIMEO). After STALL_SECS such timeouts in a row
+ * the transmit path has stopped (the device completes nothing): udpflood
+ * exits 3 saying so rather than block its caller for good. Other send
+ * errors (ECONNREFUSED after the peer's port unreachable) are not counted
+ * as sent and do not stop the flood.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+
+#define STALL_SECS 10
 
 int main(int argc, char **argv)
 {
 	struct sockaddr_in to = { .sin_family = AF_INET };
+	struct timeval one_sec = { .tv_sec = 1 };
 	static char buf[1500];
 	unsigned long long sent = 0;
 	size_t len = 18;
 	time_t end;
-	int fd, mark;
+	int fd, mark, blocked = 0;
 
 	if (argc < 4) {
 		fprintf(stderr, "usage: %s ADDR PORT SECONDS [PAYLOAD_BYTES [mark]]\n", argv[0]);
@@ -43,19 +55,35 @@ int main(int argc, char **argv)
 	mark = argc > 5 && strcmp(argv[5], "mark") == 0;
 	to.sin_port = htons(atoi(argv[2]));
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
+	if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &one_sec, sizeof(one_sec))) {
 		perror("udpflood: socket");
 		return 1;
 	}
 	end = time(NULL) + atoi(argv[3]);
 	if (mark)
 		asm volatile("xchg %%bx, %%bx" ::: "memory");
-	while (time(NULL) < end) {
+	/* past the end only while the last batch timed out */
+	while (time(NULL) < end || blocked) {
+		unsigned long long before = sent;
 		int i;
 
 		for (i = 0; i < 256; i++)
 			if (send(fd, buf, len, 0) >= 0)
 				sent++;
+			else if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+		/* ended by a timeout: count it, from 1 if a send got through */
+		if (i == 256)
+			blocked = 0;
+		else
+			blocked = sent == before ? blocked + 1 : 1;
+		if (blocked >= STALL_SECS) {
+			fprintf(stderr, "udpflood: %s for %d s (%llu sent before)\n",
+				"the transmit path stalled: no send found room",
+				blocked, sent);
+			return 3;
+		}
 	}
 	if (mark)
 		asm volatile("xchg %%bx, %%bx" ::: "memory");

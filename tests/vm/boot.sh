@@ -28,7 +28,9 @@ vmlinuz=$(kernel_vmlinuz "$id")
 [ -f "$vmlinuz" ] || die "no kernel for $id (run kernels.sh prepare $id)"
 [ -f "$initrd" ] || die "no initramfs $initrd"
 
-append="console=ttyS0 panic_on_warn=1 oops=panic panic=-1 $*"
+# ppcoal.watchdog: the guest shows where its tests wait a minute before the
+# timeout kills it (tests/vm/initramfs.sh)
+append="console=ttyS0 panic_on_warn=1 oops=panic panic=-1 ppcoal.watchdog=$((PPCOAL_BOOT_TIMEOUT - 60)) $*"
 nic=${PPCOAL_NIC_OPTS:-}
 # shellcheck disable=SC2206 # word splitting of the extra arguments is intended
 extra=(${PPCOAL_QEMU_EXTRA:-})

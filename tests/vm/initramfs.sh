@@ -145,6 +145,28 @@ while read -r m; do
 	insmod "$m" || echo "init: insmod $m failed"
 done </etc/modlist
 echo "init: kernel $PPCOAL_KVER ($PPCOAL_KERNEL), cmdline: $(cat /proc/cmdline)"
+# ppcoal.watchdog=S (tests/vm/boot.sh, a minute before it kills QEMU): at S s
+# of uptime, if the tests still run, show where they wait. One read with a
+# timeout on a FIFO nobody writes: no process wakes before then.
+wd=$(sed -n 's/.*ppcoal\.watchdog=\([0-9]*\).*/\1/p' /proc/cmdline)
+left=$((${wd:-0} - $(cut -d. -f1 /proc/uptime)))
+if [ "$left" -gt 0 ] && mkfifo /run/watchdog; then
+	(
+		read -r -t "$left" x <>/run/watchdog
+		echo "init: watchdog: the tests still run at $wd s of uptime; tasks, CPUs and NICs follow"
+		for t in /proc/[0-9]*; do
+			c=$(tr '\0' ' ' <"$t/cmdline")
+			[ -n "$c" ] || continue	# a kernel thread
+			echo "init: watchdog: $c waits in $(cat "$t/wchan"):"
+			cat "$t/stack"
+		done
+		echo w >/proc/sysrq-trigger
+		echo l >/proc/sysrq-trigger
+		grep -i virtio /proc/interrupts
+		cat /proc/net/dev
+		"$IP" netns exec peer cat /proc/net/dev
+	) &
+fi
 if [ -x /tests/run-guest.sh ]; then
 	/tests/run-guest.sh
 else
