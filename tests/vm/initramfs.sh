@@ -162,9 +162,7 @@ if [ "$left" -gt 0 ] && mkfifo /run/watchdog; then
 		done
 		echo w >/proc/sysrq-trigger
 		echo l >/proc/sysrq-trigger
-		grep -i virtio /proc/interrupts
-		cat /proc/net/dev
-		"$IP" netns exec peer cat /proc/net/dev
+		. /tests/lib.sh && net_diag
 	) &
 fi
 if [ -x /tests/run-guest.sh ]; then
