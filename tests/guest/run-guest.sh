@@ -896,6 +896,7 @@ fi
 # selftest_run PPCOAL_ARGS EXPECT
 selftest_run() {
 	ppcoal_load $1 || { bad "insmod ppcoal $1"; return; }
+	eq "$(val hook_calls)" "$(hook_calls_want)" "$1: hook_calls"
 	n0=$(dmesg | grep -c 'selftest done')
 	insmod /ko/ppcoal_selftest.ko expect_coalesce=$2 || bad "insmod selftest ($1)"
 	dmesg | grep 'ppcoal_selftest: \(ok\|not ok\|1\.\.\)' | tail -n 30 | sed 's/^\[[^]]*\] /  /' >/tmp/st.out
@@ -937,6 +938,7 @@ if want soak; then
 	# on,observe,off); the multi-threaded boot keeps "on" (no code patching)
 	modes=$(karg soakmodes on,observe,off | tr , ' ')
 	ppcoal_load mode=on || bad "insmod ppcoal"
+	eq "$(val hook_calls)" "$(hook_calls_want)" "hook_calls"
 	if on_61; then
 		policies="detach refuse legacy"
 	else
