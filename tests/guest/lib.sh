@@ -80,6 +80,10 @@ PPC_LOAD_DIRECT=$(sed -n 's/.*ppcoal\.direct=\([01]\).*/\1/p' /proc/cmdline)
 ppcoal_load() { insmod /ko/ppcoal.ko ${PPC_LOAD_DIRECT:+direct_calls=$PPC_LOAD_DIRECT} "$@"; }
 # the way the loaded ppcoal enters its replacements (stats: hook_calls)
 hook_calls_want() { [ "$PPC_LOAD_DIRECT" = 1 ] && echo direct || echo ftrace; }
+# hook_calls_ok [LABEL]: the loaded ppcoal enters its replacements the way
+# this boot asks for (a direct boot that fell back to callbacks would test
+# the other mode)
+hook_calls_ok() { eq "$(val hook_calls)" "$(hook_calls_want)" "${1:+$1: }hook_calls"; }
 # pick "W0 W1 ..." I: word I modulo the number of words (the mode flips)
 pick() {
 	local i=$2
