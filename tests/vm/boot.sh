@@ -11,6 +11,8 @@
 #   PPCOAL_QEMU_EXTRA    extra QEMU arguments (word-split)
 #   PPCOAL_NIC_OPTS      appended to both virtio-net-pci devices, e.g. ",mrg_rxbuf=off"
 #   PPCOAL_QEMU_SMP / PPCOAL_QEMU_MEM  (default 2 / 1G)
+#   PPCOAL_QEMU          the QEMU to run (default qemu-system-x86_64 of the
+#                        host; kernels.sh qemu-newer prints trixie's)
 #   PPCOAL_QEMU_ACCEL    (default tcg,thread=single: both vCPUs on one host
 #                        thread, no emulator flakes; tcg,thread=multi gives
 #                        each vCPU a host thread: real parallelism)
@@ -40,7 +42,7 @@ rc=0
 # --foreground keeps QEMU in our process group, so a Ctrl-C or a kill of the
 # whole test run also ends it; the trap covers a kill of this script alone.
 timeout --foreground -k 10 "$PPCOAL_BOOT_TIMEOUT" \
-	qemu-system-x86_64 \
+	"${PPCOAL_QEMU:-qemu-system-x86_64}" \
 	-accel "${PPCOAL_QEMU_ACCEL:-tcg,thread=single}" -cpu max \
 	-smp "${PPCOAL_QEMU_SMP:-2}" -m "${PPCOAL_QEMU_MEM:-1G}" \
 	-nographic -no-reboot -monitor none -serial stdio \

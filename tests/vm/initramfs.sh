@@ -144,7 +144,13 @@ while read -r m; do
 	[ -n "$m" ] || continue
 	insmod "$m" || echo "init: insmod $m failed"
 done </etc/modlist
-echo "init: kernel $PPCOAL_KVER ($PPCOAL_KERNEL), cmdline: $(cat /proc/cmdline)"
+# maxcpus=1 (the mttcg boots): the other vCPUs come online only now, after
+# PCI enumeration and the NICs' probe have changed QEMU's memory map
+for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
+	[ -e "$c" ] && [ "$(cat "$c")" = 0 ] || continue
+	echo 1 >"$c" || echo "init: cannot bring ${c%/online} online"
+done
+echo "init: kernel $PPCOAL_KVER ($PPCOAL_KERNEL), $(grep -c ^processor /proc/cpuinfo) CPUs online, cmdline: $(cat /proc/cmdline)"
 # ppcoal.watchdog=S (tests/vm/boot.sh, a minute before it kills QEMU): at S s
 # of uptime, if the tests still run, show where they wait. One read with a
 # timeout on a FIFO nobody writes: no process wakes before then.

@@ -621,6 +621,48 @@ insn_plugin_build() {
 	echo "$so"
 }
 
+# ------------------------------------------------- trixie's QEMU (MTTCG)
+
+# qemu_newer: Debian 13's qemu-system-x86 and the libraries it needs,
+# downloaded through the private trixie list (apt checks them against the
+# signed Release) and unpacked, not installed, under the cache: QEMU 7.2's
+# multi-threaded TCG executes stale translations of kernel text that
+# ftrace has patched (README), so the boots that patch text on parallel
+# vCPUs use this one. Writes a wrapper that runs it with its own loader,
+# libraries, modules and firmware; prints the wrapper's path.
+qemu_newer() {
+	local ver dir r lib d
+	papt_ensure_lists trixie >&2
+	ver=$(papt trixie apt-cache show --no-all-versions qemu-system-x86 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)
+	[ -n "$ver" ] || die "qemu-system-x86 is not in trixie's apt sources (deb $PPCOAL_MIRROR trixie main)"
+	dir=$PPCOAL_CACHE/qemu-trixie/${ver//:/_}
+	r=$dir/root
+	lib=$r/usr/lib/x86_64-linux-gnu
+	if [ ! -f "$dir/.ready" ]; then
+		rm -rf "$dir"
+		mkdir -p "$dir/debs/partial" "$r"
+		papt trixie apt-get install -y -qq --download-only --no-install-recommends \
+			-o Dir::Cache::archives="$dir/debs" qemu-system-x86 >&2 ||
+			die "cannot download trixie's qemu-system-x86 $ver and its libraries"
+		for d in "$dir"/debs/*.deb; do
+			dpkg-deb -x "$d" "$r" || die "cannot unpack $d"
+		done
+		rm -rf "$dir/debs"
+		touch "$dir/.ready"
+	fi
+	# /proc/self/exe is the loader, so QEMU's own paths are given
+	cat >"$dir/qemu-system-x86_64" <<-WRAP
+		#!/bin/sh
+		export QEMU_MODULE_DIR=$lib/qemu
+		exec $lib/ld-linux-x86-64.so.2 --library-path $r/lib/x86_64-linux-gnu:$lib \\
+			--argv0 qemu-system-x86_64 $r/usr/bin/qemu-system-x86_64 -L $r/usr/share/qemu "\$@"
+	WRAP
+	chmod +x "$dir/qemu-system-x86_64"
+	"$dir/qemu-system-x86_64" --version 2>&1 | grep -qF "(Debian $ver)" ||
+		die "trixie's QEMU does not run: $("$dir/qemu-system-x86_64" --version 2>&1 | head -n 1)"
+	echo "$dir/qemu-system-x86_64"
+}
+
 # --------------------------------------------------------------------- CLI
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
@@ -636,6 +678,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	build) [ $# -eq 3 ] || die "usage: $0 build ID OUTDIR"; kernel_prepare "$2"; build_modules "$2" "$3" ;;
 	dkms) [ $# -eq 3 ] || die "usage: $0 dkms ID OUTDIR"; kernel_prepare "$2"; dkms_build "$2" "$3" ;;
 	insn-plugin) insn_plugin_build ;;
-	*) die "usage: $0 prepare|version|kdir|vmlinuz|modroot|build|dkms ID [OUTDIR] | insn-plugin" ;;
+	qemu-newer) qemu_newer ;;
+	*) die "usage: $0 prepare|version|kdir|vmlinuz|modroot|build|dkms ID [OUTDIR] | insn-plugin | qemu-newer" ;;
 	esac
 fi
