@@ -468,7 +468,7 @@ fi
 # stay writable until free_module(), after ppcoal's exit; a write that
 # re-attached a hook then left ftrace calling freed module text (reading
 # enabled_functions oopsed in t_show). Writers flip every parameter while
-# ppcoal is removed and loaded 50 times under traffic.
+# ppcoal is removed and loaded 50 times under traffic (ppcoal.rrcycles).
 if want rmmod-race; then
 	begin rmmod-race
 	traffic_start -l 256
@@ -486,6 +486,7 @@ if want rmmod-race; then
 	# ppcoal.rrcycles=N: load/unload cycles (the multi-threaded boots
 	# run fewer: a cycle takes about 4 s on 4 vCPUs there)
 	cycles=$(karg rrcycles 50)
+	[ "$cycles" -ge 1 ] 2>/dev/null || { bad "ppcoal.rrcycles=$cycles: want a count of at least 1"; cycles=1; }
 	i=0
 	while [ $i -lt "$cycles" ]; do
 		ppcoal_load mode=on || bad "insmod #$i"

@@ -146,10 +146,19 @@ while read -r m; do
 done </etc/modlist
 # maxcpus=1 (the mttcg boots): the other vCPUs come online only now, after
 # PCI enumeration and the NICs' probe have changed QEMU's memory map
-for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
-	[ -e "$c" ] && [ "$(cat "$c")" = 0 ] || continue
-	echo 1 >"$c" || echo "init: cannot bring ${c%/online} online"
-done
+# (a test, cpu-online: the races need every vCPU)
+if grep -q maxcpus= /proc/cmdline; then
+	for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
+		[ "$(cat "$c")" = 0 ] || continue
+		echo 1 >"$c" || echo "init: cannot bring ${c%/online} online"
+	done
+	c=/sys/devices/system/cpu
+	if [ "$(cat $c/online)" = "$(cat $c/present)" ]; then
+		echo "PPCOAL-RESULT PASS cpu-online"
+	else
+		echo "PPCOAL-RESULT FAIL cpu-online online $(cat $c/online), present $(cat $c/present)"
+	fi
+fi
 echo "init: kernel $PPCOAL_KVER ($PPCOAL_KERNEL), $(grep -c ^processor /proc/cpuinfo) CPUs online, cmdline: $(cat /proc/cmdline)"
 # ppcoal.watchdog=S (tests/vm/boot.sh, a minute before it kills QEMU): at S s
 # of uptime, if the tests still run, show where they wait. One read with a

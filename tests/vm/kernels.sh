@@ -7,6 +7,8 @@
 #   tests/vm/kernels.sh kdir ID           print the KDIR used to build for ID
 #   tests/vm/kernels.sh build ID OUTDIR   build the repo's modules for ID into OUTDIR
 #   tests/vm/kernels.sh dkms ID OUTDIR    build through dkms (needs dkms.conf in the repo)
+#   tests/vm/kernels.sh insn-plugin       build the instruction-counting TCG plugin, print its path
+#   tests/vm/kernels.sh qemu-newer        unpack trixie's QEMU, print its wrapper's path
 #
 # Kernel IDs:
 #   deb12     Debian 12 stock (bookworm + bookworm-security, host apt)
@@ -632,9 +634,10 @@ insn_plugin_build() {
 # libraries, modules and firmware; prints the wrapper's path.
 qemu_newer() {
 	local ver dir r lib d
-	papt_ensure_lists trixie >&2
-	ver=$(papt trixie apt-cache show --no-all-versions qemu-system-x86 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)
-	[ -n "$ver" ] || die "qemu-system-x86 is not in trixie's apt sources (deb $PPCOAL_MIRROR trixie main)"
+	papt_ensure_lists trixie >&2 ||
+		die "cannot read trixie's package lists (deb $PPCOAL_MIRROR trixie main): the mttcg boots need its QEMU"
+	ver=$(papt trixie apt-cache show --no-all-versions qemu-system-x86 2>/dev/null | sed -n 's/^Version: //p' | head -n 1) || true
+	[ -n "$ver" ] || die "qemu-system-x86 is not in trixie's package lists (deb $PPCOAL_MIRROR trixie main: mirror unreachable or package missing)"
 	dir=$PPCOAL_CACHE/qemu-trixie/${ver//:/_}
 	r=$dir/root
 	lib=$r/usr/lib/x86_64-linux-gnu
@@ -650,16 +653,19 @@ qemu_newer() {
 		rm -rf "$dir/debs"
 		touch "$dir/.ready"
 	fi
-	# /proc/self/exe is the loader, so QEMU's own paths are given
-	cat >"$dir/qemu-system-x86_64" <<-WRAP
+	# /proc/self/exe is the loader, so QEMU's own paths are given: its
+	# modules, and its firmware (-L: QEMU's data, then SeaBIOS)
+	cat >"$dir/qemu-system-x86_64.tmp" <<-WRAP
 		#!/bin/sh
-		export QEMU_MODULE_DIR=$lib/qemu
-		exec $lib/ld-linux-x86-64.so.2 --library-path $r/lib/x86_64-linux-gnu:$lib \\
-			--argv0 qemu-system-x86_64 $r/usr/bin/qemu-system-x86_64 -L $r/usr/share/qemu "\$@"
+		export QEMU_MODULE_DIR='$lib/qemu'
+		exec '$lib/ld-linux-x86-64.so.2' --library-path '$lib' --argv0 qemu-system-x86_64 \\
+			'$r/usr/bin/qemu-system-x86_64' -L '$r/usr/share/qemu' -L '$r/usr/share/seabios' "\$@"
 	WRAP
-	chmod +x "$dir/qemu-system-x86_64"
-	"$dir/qemu-system-x86_64" --version 2>&1 | grep -qF "(Debian $ver)" ||
-		die "trixie's QEMU does not run: $("$dir/qemu-system-x86_64" --version 2>&1 | head -n 1)"
+	chmod +x "$dir/qemu-system-x86_64.tmp"
+	mv "$dir/qemu-system-x86_64.tmp" "$dir/qemu-system-x86_64"
+	"$dir/qemu-system-x86_64" --version >"$dir/version" 2>&1 || true
+	grep -F "(Debian $ver)" "$dir/version" >/dev/null ||
+		die "trixie's QEMU does not run: $(head -n 1 "$dir/version")"
 	echo "$dir/qemu-system-x86_64"
 }
 
