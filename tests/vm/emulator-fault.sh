@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by tests/run (and checked by tests/host-checks.sh against
-# tests/vm/testdata/mttcg-stale-int3.log, a boot of 6.12.117 on 4 vCPUs): tells a boot that failed by the emulator's fault
+# tests/vm/testdata/: the recorded emulator faults): tells a boot that failed by the emulator's fault
 # from one that failed by the kernel's.
 #
 # emulator_fault LOG QEMU_EXIT_STATUS QEMU_KIND: prints why a boot failed
@@ -17,18 +17,22 @@
 #    (seen with no module loaded: sched_clock_cpu+0x8 while the kernel
 #    flipped the sched_clock_stable static key at boot; kernel-facts.md).
 #    An int3 that is still in memory stays the kernel's failure.
-#  - any boot: "Oops: double fault" whose register dump has EFLAGS bits
+#  - any boot: the first oops ("Oops: double fault", "Oops: general
+#    protection fault", ...) whose register dump has EFLAGS bits
 #    that x86 hardware always keeps 0 (3, 5, 15, 22 and up; POPF cannot set
 #    them either), in the frame the CPU itself pushed for the double fault:
 #    no kernel or module code can produce that state, the emulator's CPU
 #    model did (seen on 6.12.117 under single-threaded TCG during `toggle`,
-#    EFLAGS c3d6d602, tests/vm/testdata/tcg-double-fault-eflags.log; once
-#    before under multi-threaded TCG, kernel-facts.md). A double fault with
-#    a possible EFLAGS (a stack overflow) stays the kernel's failure.
+#    a double fault with EFLAGS c3d6d602,
+#    tests/vm/testdata/tcg-double-fault-eflags.log; in rmmod-race, a general
+#    protection fault at the iretq of do_sync_core() with EFLAGS 84784096,
+#    tests/vm/testdata/tcg-gpf-eflags.log; once before under
+#    multi-threaded TCG, kernel-facts.md). An oops with a possible EFLAGS
+#    (a stack overflow, a bad pointer) stays the kernel's failure.
 # The awk programs read to the end of their input: one that exits early can
 # make tr die of SIGPIPE, and pipefail then failed the match (5 of 300 calls).
 emulator_fault() {
-	local qline rip fl
+	local qline rip fl e
 	qline=$(grep -m1 -E '^qemu-system-x86_64: .*(Assertion|assertion|fatal|core dumped)' "$1")
 	if { [ "$2" -gt 128 ] && [ "$2" != 137 ]; } || [ -n "$qline" ]; then
 		echo "QEMU crashed (exit $2)${qline:+: $qline}"
@@ -43,9 +47,9 @@ emulator_fault() {
 		END { print rip; exit !stale }'); then
 		echo "stale int3 executed (MTTCG): $rip"
 	elif fl=$(tr -d '\r' <"$1" | awk '
-		!seen && /Oops: double fault/ { seen = 1; next }
-		seen == 1 && match($0, /EFLAGS: [0-9a-f]+/) { print substr($0, RSTART + 8, RLENGTH - 8); seen = 2 }') &&
-		[ -n "$fl" ] && [ ${#fl} -le 16 ] && (((16#$fl & 0xffffffffffc08028) != 0)); then
-		echo "double fault with EFLAGS $fl, bits no x86 CPU sets (emulator state)"
+		!seen && match($0, /Oops: [a-z0-9 ]+/) { kind = substr($0, RSTART + 6, RLENGTH - 6); seen = 1; next }
+		seen == 1 && match($0, /EFLAGS: [0-9a-f]+/) { print substr($0, RSTART + 8, RLENGTH - 8) " " kind; seen = 2 }') &&
+		e=${fl%% *} && [ -n "$e" ] && [ ${#e} -le 16 ] && (((16#$e & 0xffffffffffc08028) != 0)); then
+		echo "${fl#* } with EFLAGS $e, bits no x86 CPU sets (emulator state)"
 	fi
 }
