@@ -20,7 +20,7 @@
 #  - any boot: the first oops ("Oops: double fault", "Oops: general
 #    protection fault", ...) whose register dump has EFLAGS bits
 #    that x86 hardware always keeps 0 (3, 5, 15, 22 and up; POPF cannot set
-#    them either), in the frame the CPU itself pushed for the double fault:
+#    them either), in the frame the CPU itself pushed for that exception:
 #    no kernel or module code can produce that state, the emulator's CPU
 #    model did (seen on 6.12.117 under single-threaded TCG during `toggle`,
 #    a double fault with EFLAGS c3d6d602,
