@@ -1163,6 +1163,7 @@ if want recycle-drop; then
 		# from before the switch: frames still queued from the observe
 		# flood may have the owner learned before the next snapshot
 		snap /tmp/on0
+		nof=$(dmesg | grep -c 'recycle: no owner found')
 		echo on >$P/recycle || bad "$cfg: recycle=on"
 		eq "$(val recycle.tracked_known)" 0 "$cfg: on starts knowing no owner"
 		# arming the allocation probe takes a while under TCG (ftrace
@@ -1189,6 +1190,13 @@ if want recycle-drop; then
 		while [ "$(val recycle.learning)" = armed ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 		[ "$(val recycle.learning)" != armed ] || bad "$cfg: allocation probe still armed after 5 s ($(grep -E '^recycle\.(learn|owners|tracked|deny_owner_unknown|pools_shared)' "$S" | tr '\n' ' '))"
 		hooked page_pool_alloc_pages && bad "$cfg: page_pool_alloc_pages still traced"
+		# one learning window, for ppf1's pool: no other pool met a poll.
+		# A second one was ppf0's pool, met by the peer's ARP probe
+		# (fixture_up) at about the flood's end, and could outlast the wait
+		# above (CI of 13d3337, frag_pool=1)
+		snap /tmp/c
+		eq "$(delta recycle.learn_armed /tmp/on0 /tmp/c)" 1 "$cfg: learning windows"
+		eq "$(dmesg | grep -c 'recycle: no owner found')" "$nof" "$cfg: windows that found no owner"
 		# both kernels: the poll probes see every poll while on
 		# (napi->list_owner only holds for pools that name their NAPI)
 		gt "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "$cfg: NAPI polls tracked"
