@@ -30,6 +30,7 @@ expect() { d=$1; shift; "$@" || bad "$d"; }
 # eq A B DESCRIPTION / gt A B DESCRIPTION
 eq() { [ "$1" = "$2" ] || bad "$3 ($1 != $2)"; }
 gt() { [ "$1" -gt "$2" ] 2>/dev/null || bad "$3 ($1 <= $2)"; }
+ge() { [ "$1" -ge "$2" ] 2>/dev/null || bad "$3 ($1 < $2)"; }
 le() { [ "$1" -le "$2" ] 2>/dev/null || bad "$3 ($1 > $2)"; }
 
 # on_61: the loaded ppcoal runs on the 6.1 family (its recycle path shadows

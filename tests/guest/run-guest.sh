@@ -33,6 +33,7 @@ SEPARATE="lockdown-boot insn-plugin insn-recycle fault-soak dma-pool recycle-for
 
 cleanup() {
 	traffic_stop 2>/dev/null
+	pkillf bpffentry
 	ppcoal_unload 2>/dev/null
 	grep -q '^ppcoal_conflict ' /proc/modules && rmmod ppcoal_conflict
 	grep -q '^ppcoal_microbench ' /proc/modules && rmmod ppcoal_microbench
@@ -655,6 +656,120 @@ if want conflict; then
 	r=$(iperf 1) || bad "traffic"
 	snap /tmp/b
 	gt "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "coalesce running"
+	end
+	cleanup
+fi
+
+# ---------------------------------------------------------------------------
+# A BPF fentry program on skb_try_coalesce (tests/tools/bpffentry.c), as a
+# bpftrace kfunc probe would attach: a BPF trampoline, itself an ftrace
+# direct call. With ftrace callbacks it shares the site with ppcoal's
+# IPMODIFY ops in either order, and both run on every call; with direct
+# calls (direct_calls=1) whichever comes second is refused with EBUSY (6.1
+# kernel/trace/ftrace.c:5714; README "direct_calls") and the first keeps
+# working.
+
+# bpf_start FUNC: attach bpffentry to FUNC (its output in /tmp/bpf.out);
+# fails when it exits instead (a refused attach). The old output goes
+# first: the shell truncates the file only in the child, after the fork
+bpf_start() {
+	bpfwait=0
+	rm -f /tmp/bpf.out
+	bpffentry "$1" >/tmp/bpf.out 2>&1 &
+	bpfpid=$!
+	while [ $bpfwait -lt 100 ]; do
+		grep -q "^bpffentry: attached" /tmp/bpf.out && return 0
+		kill -0 "$bpfpid" 2>/dev/null || { wait "$bpfpid"; return 1; }
+		sleep 0.1
+		bpfwait=$((bpfwait + 1))
+	done
+	echo "bpffentry: not attached after 10 s"
+	kill -TERM "$bpfpid" 2>/dev/null
+	wait "$bpfpid"
+	return 1
+}
+# bpf_count: the program's count so far (bpffentry prints it on SIGUSR1)
+bpf_count() {
+	bpfn=$(grep -c " count " /tmp/bpf.out)
+	kill -USR1 "$bpfpid" 2>/dev/null
+	bpfwait=0
+	while [ "$(grep -c " count " /tmp/bpf.out)" = "$bpfn" ] && [ $bpfwait -lt 50 ]; do
+		sleep 0.1
+		bpfwait=$((bpfwait + 1))
+	done
+	awk '$3 == "count" { n = $4 } END { print n == "" ? "MISSING" : n }' /tmp/bpf.out
+}
+# bpf_stop: detach; bpfcalls is the program's count of calls (not in a
+# $(...): the subshell could not wait for the program's exit)
+bpf_stop() {
+	kill -TERM "$bpfpid" 2>/dev/null
+	wait "$bpfpid"
+	bpfcalls=$(awk '$3 == "calls" { print $4; f = 1 } END { if (!f) print "MISSING" }' /tmp/bpf.out)
+}
+# bpf_both LABEL: traffic, and ppcoal's shadow and the BPF program each see
+# every call: the program's count, read just outside the snapshots, is at
+# least ppcoal's and at most 5 more (a stray frame between a count and a
+# snapshot)
+bpf_both() {
+	b0=$(bpf_count)
+	snap /tmp/a
+	iperf 1 >/dev/null || bad "$1: traffic"
+	snap /tmp/b
+	b1=$(bpf_count)
+	bpf_stop
+	sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
+	gt "$sh_d" 0 "$1: ppcoal's shadow runs"
+	ge "$((b1 - b0))" "$sh_d" "$1: the BPF program runs on each call ppcoal's shadow runs on"
+	le "$((b1 - b0))" "$((sh_d + 5))" "$1: ppcoal's shadow runs on each call the BPF program runs on"
+	ge "$bpfcalls" "$b1" "$1: the final count"
+	echo "METRIC $(uname -r) bpf-fentry $1: hook_calls=$(val hook_calls) shadow_calls=$sh_d bpf_calls=$((b1 - b0))"
+}
+# bpf_refused LABEL: the attach failed with EBUSY, ppcoal's shadow runs
+bpf_refused() {
+	grep -q "Device or resource busy" /tmp/bpf.out || bad "$1: not EBUSY: $(cat /tmp/bpf.out)"
+	eq "$(val coalesce.state)" attached "$1: coalesce attached"
+	snap /tmp/a
+	iperf 1 >/dev/null || bad "$1: traffic"
+	snap /tmp/b
+	gt "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "$1: ppcoal's shadow runs"
+}
+
+if want bpf-fentry; then
+	begin bpf-fentry
+	# ppcoal first
+	ppcoal_load mode=observe || bad "insmod ppcoal"
+	hook_calls_ok
+	if [ "$(val hook_calls)" = direct ]; then
+		bpf_start skb_try_coalesce && { bpf_stop; bad "ppcoal first: BPF attached beside a direct call"; }
+		bpf_refused "ppcoal first"
+	else
+		bpf_start skb_try_coalesce || bad "ppcoal first: $(cat /tmp/bpf.out)"
+		bpf_both "ppcoal first"
+	fi
+	# the BPF program first
+	ppcoal_unload || bad "rmmod ppcoal"
+	bpf_start skb_try_coalesce || bad "BPF first: $(cat /tmp/bpf.out)"
+	ppcoal_load mode=observe || bad "insmod ppcoal beside the BPF program"
+	if [ "$(val hook_calls)" = direct ]; then
+		case "$(val coalesce.state)" in
+		"unavailable: skb_try_coalesce is already modified by "*"direct-call user (a BPF trampoline?)"*) ;;
+		*) bad "BPF first: coalesce.state: $(val coalesce.state)" ;;
+		esac
+		eq "$(val recycle.state)" attached "BPF first: recycle attached"
+		snap /tmp/a
+		iperf 1 >/dev/null || bad "BPF first: traffic"
+		snap /tmp/b
+		bpf_stop
+		gt "$bpfcalls" 0 "BPF first: the BPF program runs"
+		echo "METRIC $(uname -r) bpf-fentry BPF first: hook_calls=direct shadow_calls=$(delta coalesce.calls /tmp/a /tmp/b) bpf_calls=$bpfcalls"
+		eq "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "BPF first: ppcoal's coalesce does not run"
+		# once the program is gone, the path can be switched on
+		echo observe >"$P/coalesce" || bad "observe after the BPF program"
+		eq "$(val coalesce.state)" attached "coalesce attached after the BPF program"
+	else
+		eq "$(val coalesce.state)" attached "BPF first: coalesce attached"
+		bpf_both "BPF first"
+	fi
 	end
 	cleanup
 fi
@@ -1403,8 +1518,8 @@ fi
 # the work item allocates and resets run during the flood.
 # recycle.direct counts ppcoal's direct puts into every pool; the one pool
 # they may go to here is ppf0's (its poll is the audited one), and only
-# for pool pages ppf0 received (ARP from ppf1: 14 bytes of header, the
-# rest in a page), so: direct <= ppf0's rxpages. Where the kernel keeps
+# for pool pages ppf0 received (none since fixture_up made the pair's
+# neighbours static; before, ARP from ppf1), so: direct <= ppf0's rxpages. Where the kernel keeps
 # page_pool statistics (the debug kernels) they name the pool exactly:
 # ppf1's puts asking for its cache stay 0 (its own are never direct).
 # judged_never: a live pool has the verdict not eligible
