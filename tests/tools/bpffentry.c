@@ -23,7 +23,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/bpf.h>
 #include <linux/btf.h>
 #include <signal.h>
 #include <stdint.h>
@@ -31,15 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#include "bpfsys.h"
 
-static int bpf(int cmd, union bpf_attr *attr)
-{
-	return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
-}
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Bytes that follow struct btf_type for a type of @kind with @vlen. */
 static long btf_extra(unsigned int kind, unsigned int vlen)
@@ -216,13 +211,7 @@ int main(int argc, char **argv)
 	attr.prog_type = BPF_PROG_TYPE_TRACING;
 	attr.expected_attach_type = BPF_TRACE_FENTRY;
 	attr.attach_btf_id = btf_id;
-	attr.insns = (uint64_t)(uintptr_t)prog;
-	attr.insn_cnt = ARRAY_SIZE(prog);
-	attr.license = (uint64_t)(uintptr_t)"GPL";
-	attr.log_buf = (uint64_t)(uintptr_t)log;
-	attr.log_size = sizeof(log);
-	attr.log_level = 1;
-	pfd = bpf(BPF_PROG_LOAD, &attr);
+	pfd = bpf_prog_load(&attr, prog, ARRAY_SIZE(prog), log, sizeof(log));
 	if (pfd < 0) {
 		fprintf(stderr, "bpffentry: BPF_PROG_LOAD %s: %s\n%s\n",
 			argv[1], strerror(errno), log);

@@ -25,15 +25,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#include "bpfsys.h"
 
-static int bpf(int cmd, union bpf_attr *attr)
-{
-	return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
-}
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static void on_signal(int sig)
 {
@@ -79,13 +75,7 @@ int main(int argc, char **argv)
 	}
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_type = BPF_PROG_TYPE_XDP;
-	attr.insns = (uint64_t)(uintptr_t)prog;
-	attr.insn_cnt = ARRAY_SIZE(prog);
-	attr.license = (uint64_t)(uintptr_t)"GPL";
-	attr.log_buf = (uint64_t)(uintptr_t)log;
-	attr.log_size = sizeof(log);
-	attr.log_level = 1;
-	pfd = bpf(BPF_PROG_LOAD, &attr);
+	pfd = bpf_prog_load(&attr, prog, ARRAY_SIZE(prog), log, sizeof(log));
 	if (pfd < 0) {
 		perror("xdppass: BPF_PROG_LOAD");
 		fprintf(stderr, "%s\n", log);
