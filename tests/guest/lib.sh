@@ -264,12 +264,13 @@ fixture_up() {
 		i=$((i + 1))
 		[ $i -lt 20 ] || { echo "fixture_up: no ping"; return 1; }
 	done
-	# Static neighbours both ways, and no ARP among counted pages: the
+	# Static neighbours both ways (blackhole_up's entry, for FPEER), and no
+	# ARP among counted pages: the
 	# peer learned ppf0 from the ping's request and probed it 5 s later
 	# (NUD DELAY -> PROBE), one frame into ppf0's pool, in ppf0's poll,
 	# that made ppcoal open a learning window for that pool at about the
 	# end of recycle-drop's flood
-	"$IP" neigh replace $FPEER lladdr "$(peer_mac ppf1)" dev ppf0 nud permanent || return 1
+	blackhole_up ppf0 ppf1 $FPEER || return 1
 	"$IP" netns exec peer "$IP" neigh replace $FSELF \
 		lladdr "$(cat /sys/class/net/ppf0/address)" dev ppf1 nud permanent || return 1
 	TARGET=$FPEER

@@ -706,15 +706,19 @@ bpf_stop() {
 	wait "$bpfpid"
 	bpfcalls=$(awk '$3 == "calls" { print $4; f = 1 } END { if (!f) print "MISSING" }' /tmp/bpf.out)
 }
+# coalesce_window LABEL: snapshots /tmp/a and /tmp/b around 1 s of iperf
+coalesce_window() {
+	snap /tmp/a
+	iperf 1 >/dev/null || bad "$1: traffic"
+	snap /tmp/b
+}
 # bpf_both LABEL: traffic, and ppcoal's shadow and the BPF program each see
 # every call: the program's count, read just outside the snapshots, is at
 # least ppcoal's and at most 5 more (a stray frame between a count and a
 # snapshot)
 bpf_both() {
 	b0=$(bpf_count)
-	snap /tmp/a
-	iperf 1 >/dev/null || bad "$1: traffic"
-	snap /tmp/b
+	coalesce_window "$1"
 	b1=$(bpf_count)
 	bpf_stop
 	sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
@@ -728,9 +732,7 @@ bpf_both() {
 bpf_refused() {
 	grep -q "Device or resource busy" /tmp/bpf.out || bad "$1: not EBUSY: $(cat /tmp/bpf.out)"
 	eq "$(val coalesce.state)" attached "$1: coalesce attached"
-	snap /tmp/a
-	iperf 1 >/dev/null || bad "$1: traffic"
-	snap /tmp/b
+	coalesce_window "$1"
 	gt "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "$1: ppcoal's shadow runs"
 }
 
@@ -756,13 +758,12 @@ if want bpf-fentry; then
 		*) bad "BPF first: coalesce.state: $(val coalesce.state)" ;;
 		esac
 		eq "$(val recycle.state)" attached "BPF first: recycle attached"
-		snap /tmp/a
-		iperf 1 >/dev/null || bad "BPF first: traffic"
-		snap /tmp/b
+		coalesce_window "BPF first"
 		bpf_stop
+		sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
 		gt "$bpfcalls" 0 "BPF first: the BPF program runs"
-		echo "METRIC $(uname -r) bpf-fentry BPF first: hook_calls=direct shadow_calls=$(delta coalesce.calls /tmp/a /tmp/b) bpf_calls=$bpfcalls"
-		eq "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "BPF first: ppcoal's coalesce does not run"
+		echo "METRIC $(uname -r) bpf-fentry BPF first: hook_calls=direct shadow_calls=$sh_d bpf_calls=$bpfcalls"
+		eq "$sh_d" 0 "BPF first: ppcoal's coalesce does not run"
 		# once the program is gone, the path can be switched on
 		echo observe >"$P/coalesce" || bad "observe after the BPF program"
 		eq "$(val coalesce.state)" attached "coalesce attached after the BPF program"
@@ -1519,8 +1520,8 @@ fi
 # recycle.direct counts ppcoal's direct puts into every pool; the one pool
 # they may go to here is ppf0's (its poll is the audited one), and only
 # for pool pages ppf0 received (none since fixture_up made the pair's
-# neighbours static; before, ARP from ppf1), so: direct <= ppf0's rxpages. Where the kernel keeps
-# page_pool statistics (the debug kernels) they name the pool exactly:
+# neighbours static; before, ARP from ppf1), so: direct <= ppf0's
+# rxpages. Where the kernel keeps page_pool statistics (the debug kernels) they name the pool exactly:
 # ppf1's puts asking for its cache stay 0 (its own are never direct).
 # judged_never: a live pool has the verdict not eligible
 judged_never() { [ "$(val recycle.tracked_not_eligible)" -gt 0 ]; }
