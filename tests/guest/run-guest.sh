@@ -661,21 +661,38 @@ if want conflict; then
 fi
 
 # ---------------------------------------------------------------------------
-# A BPF fentry program on skb_try_coalesce (tests/tools/bpffentry.c), as a
-# bpftrace kfunc probe would attach: a BPF trampoline, itself an ftrace
-# direct call. With ftrace callbacks it shares the site with ppcoal's
-# IPMODIFY ops in either order, and both run on every call; with direct
-# calls (direct_calls=1) whichever comes second is refused with EBUSY (6.1
+# BPF fentry and fexit programs (tests/tools/bpffentry.c) on the two
+# functions ppcoal redirects, skb_try_coalesce and the page-pool page free,
+# as bpftrace kfunc/kretfunc probes would attach: a BPF trampoline, itself
+# an ftrace direct call. With ftrace callbacks it shares the site with
+# ppcoal's IPMODIFY ops in either order, and both run on every call (an
+# fexit trampoline calls the redirected address: ppcoal's shadow); ppcoal
+# unloads under traffic beside it. With direct calls (direct_calls=1)
+# whichever comes second is refused with EBUSY (6.1
 # kernel/trace/ftrace.c:5714; README "direct_calls") and the first keeps
 # working.
 
-# bpf_start FUNC: attach bpffentry to FUNC (its output in /tmp/bpf.out);
-# fails when it exits instead (a refused attach). The old output goes
-# first: the shell truncates the file only in the child, after the fork
+# bpf_func PATH: the function ppcoal's PATH redirects, by the kernel's
+# version (ppcoal may not be loaded)
+bpf_func() {
+	case $1-$(uname -r) in
+	coalesce-*) echo skb_try_coalesce ;;
+	recycle-6.1.*) echo page_pool_return_skb_page ;;
+	recycle-*) echo napi_pp_put_page ;;
+	esac
+}
+# bpf_start KIND FUNC: attach a KIND (fentry or fexit) program to FUNC
+# (its output in /tmp/bpf.out); fails when it exits instead (a refused
+# attach). The old output goes first: the shell truncates the file only in
+# the child, after the fork
 bpf_start() {
 	bpfwait=0
 	rm -f /tmp/bpf.out
-	bpffentry "$1" >/tmp/bpf.out 2>&1 &
+	if [ "$1" = fexit ]; then
+		bpffentry -x "$2" >/tmp/bpf.out 2>&1 &
+	else
+		bpffentry "$2" >/tmp/bpf.out 2>&1 &
+	fi
 	bpfpid=$!
 	while [ $bpfwait -lt 100 ]; do
 		grep -q "^bpffentry: attached" /tmp/bpf.out && return 0
@@ -706,71 +723,100 @@ bpf_stop() {
 	wait "$bpfpid"
 	bpfcalls=$(awk '$3 == "calls" { print $4; f = 1 } END { if (!f) print "MISSING" }' /tmp/bpf.out)
 }
-# coalesce_window LABEL: snapshots /tmp/a and /tmp/b around 1 s of iperf
-coalesce_window() {
+# traffic_window LABEL: snapshots /tmp/a and /tmp/b around 1 s of iperf
+traffic_window() {
 	snap /tmp/a
 	iperf 1 >/dev/null || bad "$1: traffic"
 	snap /tmp/b
 }
-# bpf_both LABEL: traffic, and ppcoal's shadow and the BPF program each see
-# every call: the program's count, read just outside the snapshots, is at
-# least ppcoal's and at most 5 more (a stray frame between a count and a
-# snapshot)
+# bpf_both PATH LABEL: traffic, and PATH's shadow and the BPF program each
+# see every call: the program's count, read just outside the snapshots, is
+# at least ppcoal's and at most 5 more (a stray frame between a count and
+# a snapshot)
 bpf_both() {
 	b0=$(bpf_count)
-	coalesce_window "$1"
+	traffic_window "$2"
 	b1=$(bpf_count)
-	bpf_stop
-	sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
-	gt "$sh_d" 0 "$1: ppcoal's shadow runs"
-	ge "$((b1 - b0))" "$sh_d" "$1: the BPF program runs on each call ppcoal's shadow runs on"
-	le "$((b1 - b0))" "$((sh_d + 5))" "$1: ppcoal's shadow runs on each call the BPF program runs on"
-	ge "$bpfcalls" "$b1" "$1: the final count"
-	echo "METRIC $(uname -r) bpf-fentry $1: hook_calls=$(val hook_calls) shadow_calls=$sh_d bpf_calls=$((b1 - b0))"
+	sh_d=$(delta "$1.calls" /tmp/a /tmp/b)
+	gt "$sh_d" 0 "$2: ppcoal's shadow runs"
+	ge "$((b1 - b0))" "$sh_d" "$2: the BPF program runs on each call ppcoal's shadow runs on"
+	le "$((b1 - b0))" "$((sh_d + 5))" "$2: ppcoal's shadow runs on each call the BPF program runs on"
+	echo "METRIC $(uname -r) bpf-fentry $2: hook_calls=$(val hook_calls) shadow_calls=$sh_d bpf_calls=$((b1 - b0))"
 }
-# bpf_refused LABEL: the attach failed with EBUSY, ppcoal's shadow runs
+# bpf_refused PATH LABEL: the attach failed with EBUSY, PATH's shadow runs
 bpf_refused() {
-	grep -q "Device or resource busy" /tmp/bpf.out || bad "$1: not EBUSY: $(cat /tmp/bpf.out)"
-	eq "$(val coalesce.state)" attached "$1: coalesce attached"
-	coalesce_window "$1"
-	gt "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "$1: ppcoal's shadow runs"
+	grep -q "Device or resource busy" /tmp/bpf.out || bad "$2: not EBUSY: $(cat /tmp/bpf.out)"
+	eq "$(val "$1.state")" attached "$2: $1 attached"
+	traffic_window "$2"
+	gt "$(delta "$1.calls" /tmp/a /tmp/b)" 0 "$2: ppcoal's shadow runs"
+}
+# bpf_unload_beside LABEL: ppcoal unloads under traffic beside the
+# program, which then goes on counting calls
+bpf_unload_beside() {
+	iperf 3 >/dev/null &
+	bpfip=$!
+	sleep 1
+	ppcoal_unload || bad "$1: rmmod ppcoal beside the BPF program, under traffic"
+	wait $bpfip || bad "$1: traffic"
+	b0=$(bpf_count)
+	iperf 1 >/dev/null || bad "$1: traffic after the unload"
+	b1=$(bpf_count)
+	gt "$((b1 - b0))" 0 "$1: the BPF program runs after ppcoal's unload"
 }
 
 if want bpf-fentry; then
 	begin bpf-fentry
-	# ppcoal first
-	ppcoal_load mode=observe || bad "insmod ppcoal"
-	hook_calls_ok
-	if [ "$(val hook_calls)" = direct ]; then
-		bpf_start skb_try_coalesce && { bpf_stop; bad "ppcoal first: BPF attached beside a direct call"; }
-		bpf_refused "ppcoal first"
-	else
-		bpf_start skb_try_coalesce || bad "ppcoal first: $(cat /tmp/bpf.out)"
-		bpf_both "ppcoal first"
-	fi
-	# the BPF program first
-	ppcoal_unload || bad "rmmod ppcoal"
-	bpf_start skb_try_coalesce || bad "BPF first: $(cat /tmp/bpf.out)"
-	ppcoal_load mode=observe || bad "insmod ppcoal beside the BPF program"
-	if [ "$(val hook_calls)" = direct ]; then
-		case "$(val coalesce.state)" in
-		"unavailable: skb_try_coalesce is already modified by "*"direct-call user (a BPF trampoline?)"*) ;;
-		*) bad "BPF first: coalesce.state: $(val coalesce.state)" ;;
-		esac
-		eq "$(val recycle.state)" attached "BPF first: recycle attached"
-		coalesce_window "BPF first"
-		bpf_stop
-		sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
-		gt "$bpfcalls" 0 "BPF first: the BPF program runs"
-		echo "METRIC $(uname -r) bpf-fentry BPF first: hook_calls=direct shadow_calls=$sh_d bpf_calls=$bpfcalls"
-		eq "$sh_d" 0 "BPF first: ppcoal's coalesce does not run"
-		# once the program is gone, the path can be switched on
-		echo observe >"$P/coalesce" || bad "observe after the BPF program"
-		eq "$(val coalesce.state)" attached "coalesce attached after the BPF program"
-	else
-		eq "$(val coalesce.state)" attached "BPF first: coalesce attached"
-		bpf_both "BPF first"
-	fi
+	# page-pool pages on the page-free path: traffic over the fixture
+	fixture_up frag_pool=0 linear=0 || bad "fixture_up"
+	for kind in fentry fexit; do
+		for path in coalesce recycle; do
+			f=$(bpf_func $path)
+			other=coalesce
+			[ $path = recycle ] || other=recycle
+			# ppcoal first
+			l="$kind $f, ppcoal first"
+			ppcoal_load mode=observe || bad "insmod ppcoal"
+			hook_calls_ok "$l"
+			if [ "$(val hook_calls)" = direct ]; then
+				bpf_start $kind "$f" && { bpf_stop; bad "$l: BPF attached beside a direct call"; }
+				bpf_refused $path "$l"
+				ppcoal_unload || bad "rmmod ppcoal"
+			else
+				bpf_start $kind "$f" || bad "$l: $(cat /tmp/bpf.out)"
+				bpf_both $path "$l"
+				bpf_unload_beside "$l"
+				bpf_stop
+				ge "$bpfcalls" "$b1" "$l: the final count"
+			fi
+			# the BPF program first
+			l="$kind $f, BPF first"
+			bpf_start $kind "$f" || bad "$l: $(cat /tmp/bpf.out)"
+			ppcoal_load mode=observe || bad "$l: insmod ppcoal beside the BPF program"
+			if [ "$(val hook_calls)" = direct ]; then
+				case "$(val $path.state)" in
+				"unavailable: $f is already modified by "*"direct-call user (a BPF trampoline?)"*) ;;
+				*) bad "$l: $path.state: $(val $path.state)" ;;
+				esac
+				eq "$(val $other.state)" attached "$l: $other attached"
+				traffic_window "$l"
+				bpf_stop
+				sh_d=$(delta $path.calls /tmp/a /tmp/b)
+				gt "$bpfcalls" 0 "$l: the BPF program runs"
+				echo "METRIC $(uname -r) bpf-fentry $l: hook_calls=direct shadow_calls=$sh_d bpf_calls=$bpfcalls"
+				eq "$sh_d" 0 "$l: ppcoal's $path does not run"
+				# once the program is gone, the path can be switched on
+				echo observe >"$P/$path" || bad "$l: $path=observe after the BPF program"
+				eq "$(val $path.state)" attached "$l: $path attached after the BPF program"
+			else
+				eq "$(val $path.state)" attached "$l: $path attached"
+				bpf_both $path "$l"
+				bpf_stop
+				ge "$bpfcalls" "$b1" "$l: the final count"
+			fi
+			ppcoal_unload || bad "rmmod ppcoal"
+		done
+	done
+	fixture_down || bad "pools did not drain"
 	end
 	cleanup
 fi

@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bpffentry: attach a BPF fentry program to a kernel function and count
- * its calls, as a BPF user (bpftrace's kfunc probes, a libbpf tool) would
- * attach to a function ppcoal hooks. No clang or libbpf: the program is
- * ten instructions (eleven slots: the map's load takes two), loaded with
- * the bpf() syscall; the function's BTF id is read from
- * /sys/kernel/btf/vmlinux.
+ * bpffentry: attach a BPF fentry (or fexit) program to a kernel function
+ * and count its calls, as a BPF user (bpftrace's kfunc/kretfunc probes,
+ * a libbpf tool) would attach to a function ppcoal hooks. No clang or
+ * libbpf: the program is ten instructions (eleven slots: the map's load
+ * takes two), loaded with the bpf() syscall; the function's BTF id is
+ * read from /sys/kernel/btf/vmlinux.
  *
  * The kernel attaches it through a BPF trampoline, an ftrace direct call
  * (kernel/bpf/trampoline.c register_fentry()), so it meets ppcoal's hooks
  * on the same function: beside an IPMODIFY ftrace_ops it attaches and
  * shares the site (ops_func, FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF;
  * 6.1 kernel/trace/ftrace.c __ftrace_hash_update_ipmodify()); beside
- * another direct call (ppcoal's direct_calls=1) it is refused.
+ * another direct call (ppcoal's direct_calls=1) it is refused. An fexit
+ * program makes the trampoline call the function itself and run after it
+ * returns; beside an IPMODIFY ops it calls the address on the stack,
+ * which that ops redirected (BPF_TRAMP_F_ORIG_STACK: 6.1
+ * kernel/bpf/trampoline.c:471-473, arch/x86/net/bpf_jit_comp.c:2254-2256),
+ * so ppcoal's shadow runs inside it.
  *
- *   bpffentry FUNC   prints "bpffentry: attached to FUNC" once live; on
+ *   bpffentry [-x] FUNC
+ *                    -x: fexit instead of fentry.
+ *                    Prints "bpffentry: attached to FUNC" once live; on
  *                    SIGUSR1 "bpffentry: FUNC count N" (the calls so
  *                    far); on SIGTERM or SIGINT detaches, prints
  *                    "bpffentry: FUNC calls N" and exits 0. Exit 1 (with
@@ -186,14 +193,19 @@ int main(int argc, char **argv)
 	uint32_t key = 0;
 	uint64_t calls = 0;
 	int mfd, pfd, lfd, sig;
+	int type = BPF_TRACE_FENTRY;
+	const char *func;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s FUNC\n", argv[0]);
+	if (argc == 3 && !strcmp(argv[1], "-x")) {
+		type = BPF_TRACE_FEXIT;
+	} else if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: %s [-x] FUNC\n", argv[0]);
 		return 2;
 	}
-	btf_id = btf_func_id(argv[1]);
+	func = argv[argc - 1];
+	btf_id = btf_func_id(func);
 	if (!btf_id) {
-		fprintf(stderr, "bpffentry: no BTF function %s\n", argv[1]);
+		fprintf(stderr, "bpffentry: no BTF function %s\n", func);
 		return 2;
 	}
 	memset(&attr, 0, sizeof(attr));
@@ -209,12 +221,12 @@ int main(int argc, char **argv)
 	prog[3].imm = mfd;
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_type = BPF_PROG_TYPE_TRACING;
-	attr.expected_attach_type = BPF_TRACE_FENTRY;
+	attr.expected_attach_type = type;
 	attr.attach_btf_id = btf_id;
 	pfd = bpf_prog_load(&attr, prog, ARRAY_SIZE(prog), log, sizeof(log));
 	if (pfd < 0) {
 		fprintf(stderr, "bpffentry: BPF_PROG_LOAD %s: %s\n%s\n",
-			argv[1], strerror(errno), log);
+			func, strerror(errno), log);
 		return 1;
 	}
 	/* A tracing program attaches with a NULL tracepoint name (a link). */
@@ -223,7 +235,7 @@ int main(int argc, char **argv)
 	lfd = bpf(BPF_RAW_TRACEPOINT_OPEN, &attr);
 	if (lfd < 0) {
 		fprintf(stderr, "bpffentry: attach %s: %s (errno %d)\n",
-			argv[1], strerror(errno), errno);
+			func, strerror(errno), errno);
 		return 1;
 	}
 	/* blocked before the line that says so: none can be lost */
@@ -232,19 +244,19 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	printf("bpffentry: attached to %s\n", argv[1]);
+	printf("bpffentry: attached to %s\n", func);
 	fflush(stdout);
 	while (!sigwait(&set, &sig) && sig == SIGUSR1) {
 		if (read_count(mfd, &calls))
 			return 1;
-		printf("bpffentry: %s count %llu\n", argv[1],
+		printf("bpffentry: %s count %llu\n", func,
 		       (unsigned long long)calls);
 		fflush(stdout);
 	}
 	close(lfd);	/* detached: the count below is final */
 	if (read_count(mfd, &calls))
 		return 1;
-	printf("bpffentry: %s calls %llu\n", argv[1],
+	printf("bpffentry: %s calls %llu\n", func,
 	       (unsigned long long)calls);
 	return 0;
 }
