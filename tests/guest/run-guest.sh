@@ -935,6 +935,9 @@ tap_run() {
 	[ "$calls" -gt 0 ] && RATE=$((ok * 1000 / calls))
 	set -- "$@" $r
 	SENT=${4:-0} RCVD=${5:-0} SEGS=$((s1 - s0)) RCVC=$((c1 - c0)) CALLS=$calls OK=$ok
+	CLONED=$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)
+	REFCL=$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)
+	CLOK=$(sumd /tmp/a /tmp/b coalesce.clone_copied coalesce.clone_moved coalesce.pp_frag_refs)
 	echo "METRIC $(uname -r) $FIXCFG mode=$1 policy=$2 tap=1 len=$3 mbps=$(( ${5:-0} * 8 / 3000000 )) insegs=$((s1 - s0)) tcprcvcoalesce=$((c1 - c0)) calls=$calls ok=$ok rate_permille=$RATE cloned=$(delta coalesce.pp_cloned_from /tmp/a /tmp/b) refused_pp_cloned=$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b) clone_copied=$(delta coalesce.clone_copied /tmp/a /tmp/b) clone_moved=$(delta coalesce.clone_moved /tmp/a /tmp/b) detached=$(delta coalesce.clone_detached /tmp/a /tmp/b) frag_refs=$(delta coalesce.clone_frag_refs /tmp/a /tmp/b) refused_policy=$(delta coalesce.refused_clone_policy /tmp/a /tmp/b) refused_bias=$(delta coalesce.refused_frag_bias /tmp/a /tmp/b)"
 	echo "  coalesce deltas: $(for n in $(counter_names | grep '^coalesce\.'); do d=$(delta $n /tmp/a /tmp/b); [ "$d" = 0 ] || printf '%s=%s ' "${n#coalesce.}" "$d"; done)"
 	check_sums /tmp/a /tmp/b
@@ -942,7 +945,28 @@ tap_run() {
 
 # Success rates, many short runs at 128-1024 bytes with the tap, A and B
 # interleaved and summed per side: 6.1 observe (stock) vs on (detach);
-# 6.12 on with clone_policy=legacy (pre-6.8) vs upstream.
+# 6.12 on with clone_policy=legacy (pre-6.8) vs upstream. The rates are a
+# measurement (METRIC), not asserted: one boot's sums swing with TCG
+# scheduling more than 6.12's effect (CI of cb79ac5: TCPRcvCoalesce 174 ->
+# 172 per mille, where eleven other 6.12 boots gave 70-171 -> 149-277); the
+# benchmark (ppcoal-bench coalesce) compares them with spreads. What must
+# hold in every boot is the decision that makes the difference: A refuses
+# the cloned page-pool skbs, B coalesces them, at every size.
+# rsum K COL [LEN]: column COL of side K's runs (of size LEN) in
+# /tmp/rate.tsv, summed; columns: 3 calls, 4 successes, 5 segments,
+# 6 TCPRcvCoalesce, 7 cloned page-pool froms, 8 refused as such, 9 clone
+# coalesces (6.12: page-pool references taken)
+rsum() {
+	awk -v k="$1" -v c="$2" -v l="${3:-}" '$1 == k && (l == "" || $2 == l) { s += $c }
+		END { print s + 0 }' /tmp/rate.tsv
+}
+# rrange K: TCPRcvCoalesce per mille of segments, lowest-highest run of K
+rrange() {
+	awk -v k="$1" '$1 == k && $5 > 0 { r = int($6 * 1000 / $5)
+			if (n++ == 0 || r < lo) lo = r; if (r > hi) hi = r }
+		END { print lo + 0 "-" hi + 0 }' /tmp/rate.tsv
+}
+
 if want coalesce-rate; then
 	begin coalesce-rate
 	ppcoal_load mode=observe || bad "insmod ppcoal"
@@ -953,7 +977,7 @@ if want coalesce-rate; then
 	else
 		A="on legacy" B="on upstream"
 	fi
-	for k in A B; do eval "calls_$k=0 ok_$k=0 segs_$k=0 rcvc_$k=0"; done
+	: >/tmp/rate.tsv
 	TAPSECS=1
 	for len in 128 256 512 1024; do
 		for rep in 0 1 2; do
@@ -963,16 +987,24 @@ if want coalesce-rate; then
 				tap_run "$1" "$2" "$len" >/tmp/rate.out
 				grep FAIL /tmp/rate.out
 				gt "$RCVD" 0 "len=$len $1/$2: iperf3 bytes received"
-				eval "calls_$k=\$((calls_$k + CALLS)) ok_$k=\$((ok_$k + OK)) segs_$k=\$((segs_$k + SEGS)) rcvc_$k=\$((rcvc_$k + RCVC))"
+				echo "$k $len $CALLS $OK $SEGS $RCVC $CLONED $REFCL $CLOK" >>/tmp/rate.tsv
 			done
 		done
+		# per size: B coalesced clones where A met them (none in A)
+		gt "$(rsum A 7 $len)" 0 "len=$len: the tap makes clones in A ($A)"
+		eq "$(rsum A 9 $len)" 0 "len=$len: A ($A) never coalesces a clone"
+		[ "$(rsum B 7 $len)" = 0 ] ||
+			gt "$(rsum B 9 $len)" 0 "len=$len: B ($B) coalesces clones ($(rsum B 7 $len) met)"
 	done
 	TAPSECS=3
-	okA=$(permille "$ok_A" "$calls_A") okB=$(permille "$ok_B" "$calls_B")
-	rcA=$(permille "$rcvc_A" "$segs_A") rcB=$(permille "$rcvc_B" "$segs_B")
-	echo "METRIC $(uname -r) coalesce-rate A=($A) B=($B) ok_permille $okA -> $okB tcprcvcoalesce_permille $rcA -> $rcB"
-	gt "$okB" "$okA" "coalesce successes per mille of calls: B ($B) above A ($A)"
-	gt "$rcB" "$rcA" "TCPRcvCoalesce per mille of segments: B ($B) above A ($A)"
+	okA=$(permille "$(rsum A 4)" "$(rsum A 3)") okB=$(permille "$(rsum B 4)" "$(rsum B 3)")
+	rcA=$(permille "$(rsum A 6)" "$(rsum A 5)") rcB=$(permille "$(rsum B 6)" "$(rsum B 5)")
+	echo "METRIC $(uname -r) coalesce-rate A=($A) B=($B) ok_permille $okA -> $okB tcprcvcoalesce_permille $rcA -> $rcB (per run $(rrange A) -> $(rrange B)) clones met $(rsum A 7) / $(rsum B 7), coalesced (6.12: page-pool references taken) $(rsum A 9) / $(rsum B 9)"
+	# A: every clone refused, for the stock reason or a pp_recycle mismatch
+	gt "$(rsum A 8)" 0 "A ($A): clones refused for the stock reason"
+	le "$(rsum A 8)" "$(rsum A 7)" "A ($A): refusals of a clone not above clone calls"
+	eq "$(rsum B 8)" 0 "B ($B): no clone refused for the stock reason"
+	gt "$(rsum B 9)" 0 "B ($B): clones coalesced"
 	# iperf3's received count misses what is in flight when a run ends
 	# (received < sent by up to 15% in 1 s runs): data integrity is
 	# proven by a checksummed transfer in B with the tap cloning
