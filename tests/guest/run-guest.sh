@@ -36,6 +36,7 @@ cleanup() {
 	pkillf bpffentry
 	ppcoal_unload 2>/dev/null
 	grep -q '^ppcoal_conflict ' /proc/modules && rmmod ppcoal_conflict
+	grep -q '^ppcoal_kprobe ' /proc/modules && rmmod ppcoal_kprobe
 	grep -q '^ppcoal_microbench ' /proc/modules && rmmod ppcoal_microbench
 	grep -q '^ppcoal_differential ' /proc/modules && rmmod ppcoal_differential
 	grep -q '^ppcoal_virtio_diff ' /proc/modules && rmmod ppcoal_virtio_diff
@@ -817,6 +818,69 @@ if want bpf-fentry; then
 		done
 	done
 	fixture_down || bad "pools did not drain"
+	end
+	cleanup
+fi
+
+# A kprobe with a post handler on skb_try_coalesce (tests/modules/
+# ppcoal_kprobe.c), armed once the kernel's IPMODIFY kprobe ops is live:
+# beside ppcoal's ftrace callback (also IPMODIFY) ftrace refuses it with
+# EBUSY; beside a direct call it is the one IPMODIFY user ftrace lets in
+# (README "direct_calls"). Measured here: the probe's handlers and
+# ppcoal's shadow then all run on every call (the probe moves no IP), and
+# ppcoal unloads beside it. A probe armed first makes ppcoal's coalesce
+# unavailable in both modes.
+kp_state() {
+	awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' \
+		/sys/kernel/debug/ppcoal_kprobe/state
+}
+
+if want kprobe-post; then
+	begin kprobe-post
+	# ppcoal first
+	ppcoal_load mode=observe || bad "insmod ppcoal"
+	hook_calls_ok "ppcoal first"
+	insmod /ko/ppcoal_kprobe.ko || bad "insmod ppcoal_kprobe"
+	eq "$(kp_state anchor)" 0 "the anchor kprobe is armed"
+	if [ "$(val hook_calls)" = direct ]; then
+		eq "$(kp_state target)" 0 "ppcoal first (direct): the kprobe is armed beside the direct call"
+		p0=$(kp_state pre) q0=$(kp_state post)
+		traffic_window "ppcoal first"
+		p1=$(kp_state pre) q1=$(kp_state post)
+		sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
+		gt "$sh_d" 0 "ppcoal first: ppcoal's shadow runs"
+		ge "$((p1 - p0))" "$sh_d" "ppcoal first: the pre handler runs on each call ppcoal's shadow runs on"
+		le "$((p1 - p0))" "$((sh_d + 5))" "ppcoal first: ppcoal's shadow runs on each call the pre handler runs on"
+		eq "$((q1 - q0))" "$((p1 - p0))" "ppcoal first: the post handler runs after each pre handler"
+		echo "METRIC $(uname -r) kprobe-post ppcoal first: hook_calls=direct shadow_calls=$sh_d pre=$((p1 - p0)) post=$((q1 - q0))"
+		# ppcoal unloads beside the probe, which goes on counting
+		ppcoal_unload || bad "rmmod ppcoal beside the kprobe"
+		p0=$(kp_state pre)
+		iperf 1 >/dev/null || bad "traffic after the unload"
+		gt "$(($(kp_state pre) - p0))" 0 "the kprobe runs after ppcoal's unload"
+	else
+		eq "$(kp_state target)" -16 "ppcoal first (callbacks): the kprobe is refused with EBUSY"
+		traffic_window "ppcoal first"
+		gt "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "ppcoal first: ppcoal's shadow runs"
+		eq "$(kp_state pre)" 0 "ppcoal first: the refused kprobe never runs"
+		ppcoal_unload || bad "rmmod ppcoal"
+	fi
+	rmmod ppcoal_kprobe || bad "rmmod ppcoal_kprobe"
+	# the kprobe first
+	insmod /ko/ppcoal_kprobe.ko || bad "insmod ppcoal_kprobe"
+	eq "$(kp_state target)" 0 "kprobe first: armed"
+	ppcoal_load mode=observe || bad "insmod ppcoal beside the kprobe"
+	case "$(val coalesce.state)" in
+	"unavailable: skb_try_coalesce is already modified by another ftrace IPMODIFY user"*) ;;
+	*) bad "kprobe first: coalesce.state: $(val coalesce.state)" ;;
+	esac
+	eq "$(val recycle.state)" attached "kprobe first: recycle attached"
+	p0=$(kp_state pre)
+	traffic_window "kprobe first"
+	gt "$(($(kp_state pre) - p0))" 0 "kprobe first: the kprobe runs"
+	eq "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "kprobe first: ppcoal's coalesce does not run"
+	ppcoal_unload || bad "rmmod ppcoal"
+	rmmod ppcoal_kprobe || bad "rmmod ppcoal_kprobe"
 	end
 	cleanup
 fi
