@@ -1012,7 +1012,7 @@ tap_run() {
 # 6.12 on with clone_policy=legacy (pre-6.8) vs upstream. The rates are a
 # measurement (METRIC), not asserted: one boot's sums swing with TCG
 # scheduling more than 6.12's effect (CI of cb79ac5: TCPRcvCoalesce 174 ->
-# 172 per mille, where eleven other 6.12 boots gave 70-171 -> 149-277); the
+# 172 per mille, where twelve other 6.12 boots gave 70-171 -> 149-277); the
 # benchmark (ppcoal-bench coalesce) compares them with spreads. What must
 # hold in every boot is the decision that makes the difference: A refuses
 # the cloned page-pool skbs, B coalesces them, at every size.
