@@ -265,8 +265,8 @@ fixture_up() {
 		[ $i -lt 20 ] || { echo "fixture_up: no ping"; return 1; }
 	done
 	# Static neighbours both ways (blackhole_up's entry, for FPEER), and no
-	# ARP among counted pages: the
-	# peer learned ppf0 from the ping's request and probed it 5 s later
+	# ARP among counted pages: the peer learned ppf0 from the ping's
+	# request and probed it 5 s later
 	# (NUD DELAY -> PROBE), one frame into ppf0's pool, in ppf0's poll,
 	# that made ppcoal open a learning window for that pool at about the
 	# end of recycle-drop's flood

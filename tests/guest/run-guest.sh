@@ -689,11 +689,9 @@ bpf_func() {
 bpf_start() {
 	bpfwait=0
 	rm -f /tmp/bpf.out
-	if [ "$1" = fexit ]; then
-		bpffentry -x "$2" >/tmp/bpf.out 2>&1 &
-	else
-		bpffentry "$2" >/tmp/bpf.out 2>&1 &
-	fi
+	bpfopt=
+	[ "$1" = fexit ] && bpfopt=-x
+	bpffentry $bpfopt "$2" >/tmp/bpf.out 2>&1 &
 	bpfpid=$!
 	while [ $bpfwait -lt 100 ]; do
 		grep -q "^bpffentry: attached" /tmp/bpf.out && return 0
@@ -730,18 +728,23 @@ traffic_window() {
 	iperf 1 >/dev/null || bad "$1: traffic"
 	snap /tmp/b
 }
+# sees_every_call LABEL WHO N SHADOW: WHO's count N of calls, read just
+# outside the snapshots, and the shadow's SHADOW over them see the same
+# calls: N is at least SHADOW and at most 5 more (a stray frame between a
+# count and a snapshot)
+sees_every_call() {
+	ge "$3" "$4" "$1: $2 runs on each call ppcoal's shadow runs on"
+	le "$3" "$(($4 + 5))" "$1: ppcoal's shadow runs on each call $2 runs on"
+}
 # bpf_both PATH LABEL: traffic, and PATH's shadow and the BPF program each
-# see every call: the program's count, read just outside the snapshots, is
-# at least ppcoal's and at most 5 more (a stray frame between a count and
-# a snapshot)
+# see every call
 bpf_both() {
 	b0=$(bpf_count)
 	traffic_window "$2"
 	b1=$(bpf_count)
 	sh_d=$(delta "$1.calls" /tmp/a /tmp/b)
 	gt "$sh_d" 0 "$2: ppcoal's shadow runs"
-	ge "$((b1 - b0))" "$sh_d" "$2: the BPF program runs on each call ppcoal's shadow runs on"
-	le "$((b1 - b0))" "$((sh_d + 5))" "$2: ppcoal's shadow runs on each call the BPF program runs on"
+	sees_every_call "$2" "the BPF program" "$((b1 - b0))" "$sh_d"
 	echo "METRIC $(uname -r) bpf-fentry $2: hook_calls=$(val hook_calls) shadow_calls=$sh_d bpf_calls=$((b1 - b0))"
 }
 # bpf_refused PATH LABEL: the attach failed with EBUSY, PATH's shadow runs
@@ -849,8 +852,7 @@ if want kprobe-post; then
 		p1=$(kp_state pre) q1=$(kp_state post)
 		sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
 		gt "$sh_d" 0 "ppcoal first: ppcoal's shadow runs"
-		ge "$((p1 - p0))" "$sh_d" "ppcoal first: the pre handler runs on each call ppcoal's shadow runs on"
-		le "$((p1 - p0))" "$((sh_d + 5))" "ppcoal first: ppcoal's shadow runs on each call the pre handler runs on"
+		sees_every_call "ppcoal first" "the pre handler" "$((p1 - p0))" "$sh_d"
 		eq "$((q1 - q0))" "$((p1 - p0))" "ppcoal first: the post handler runs after each pre handler"
 		echo "METRIC $(uname -r) kprobe-post ppcoal first: hook_calls=direct shadow_calls=$sh_d pre=$((p1 - p0)) post=$((q1 - q0))"
 		# ppcoal unloads beside the probe, which goes on counting
@@ -1002,7 +1004,7 @@ tap_run() {
 	CLONED=$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)
 	REFCL=$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)
 	CLOK=$(sumd /tmp/a /tmp/b coalesce.clone_copied coalesce.clone_moved coalesce.pp_frag_refs)
-	echo "METRIC $(uname -r) $FIXCFG mode=$1 policy=$2 tap=1 len=$3 mbps=$(( ${5:-0} * 8 / 3000000 )) insegs=$((s1 - s0)) tcprcvcoalesce=$((c1 - c0)) calls=$calls ok=$ok rate_permille=$RATE cloned=$(delta coalesce.pp_cloned_from /tmp/a /tmp/b) refused_pp_cloned=$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b) clone_copied=$(delta coalesce.clone_copied /tmp/a /tmp/b) clone_moved=$(delta coalesce.clone_moved /tmp/a /tmp/b) detached=$(delta coalesce.clone_detached /tmp/a /tmp/b) frag_refs=$(delta coalesce.clone_frag_refs /tmp/a /tmp/b) refused_policy=$(delta coalesce.refused_clone_policy /tmp/a /tmp/b) refused_bias=$(delta coalesce.refused_frag_bias /tmp/a /tmp/b)"
+	echo "METRIC $(uname -r) $FIXCFG mode=$1 policy=$2 tap=1 len=$3 mbps=$(( ${5:-0} * 8 / 3000000 )) insegs=$((s1 - s0)) tcprcvcoalesce=$((c1 - c0)) calls=$calls ok=$ok rate_permille=$RATE cloned=$CLONED refused_pp_cloned=$REFCL clone_copied=$(delta coalesce.clone_copied /tmp/a /tmp/b) clone_moved=$(delta coalesce.clone_moved /tmp/a /tmp/b) detached=$(delta coalesce.clone_detached /tmp/a /tmp/b) frag_refs=$(delta coalesce.clone_frag_refs /tmp/a /tmp/b) refused_policy=$(delta coalesce.refused_clone_policy /tmp/a /tmp/b) refused_bias=$(delta coalesce.refused_frag_bias /tmp/a /tmp/b)"
 	echo "  coalesce deltas: $(for n in $(counter_names | grep '^coalesce\.'); do d=$(delta $n /tmp/a /tmp/b); [ "$d" = 0 ] || printf '%s=%s ' "${n#coalesce.}" "$d"; done)"
 	check_sums /tmp/a /tmp/b
 }
@@ -1663,8 +1665,9 @@ fi
 # they may go to here is ppf0's (its poll is the audited one), and only
 # for pool pages ppf0 received (none since fixture_up made the pair's
 # neighbours static; before, ARP from ppf1), so: direct <= ppf0's
-# rxpages. Where the kernel keeps page_pool statistics (the debug kernels) they name the pool exactly:
-# ppf1's puts asking for its cache stay 0 (its own are never direct).
+# rxpages. Where the kernel keeps page_pool statistics (the debug
+# kernels) they name the pool exactly: ppf1's puts asking for its cache
+# stay 0 (its own are never direct).
 # judged_never: a live pool has the verdict not eligible
 judged_never() { [ "$(val recycle.tracked_not_eligible)" -gt 0 ]; }
 # ppf_resets N [HOW]: N resets of ppf1's ring, 0.1 s apart (HOW 1, the
