@@ -18,9 +18,11 @@
 #    flipped the sched_clock_stable static key at boot; kernel-facts.md).
 #    An int3 that is still in memory stays the kernel's failure.
 #  - any boot: the first oops ("Oops: double fault", "Oops: general
-#    protection fault", ...) whose register dump has EFLAGS bits
+#    protection fault", ...) or WARNING whose register dump has EFLAGS bits
 #    that x86 hardware always keeps 0 (3, 5, 15, 22 and up; POPF cannot set
-#    them either), in the frame the CPU itself pushed for that exception:
+#    them either), in the frame the CPU itself pushed for that exception
+#    (a WARNING's: the ud2 of WARN_ON, trapped by handle_bug(), 6.12
+#    arch/x86/kernel/traps.c:283-336, and shown by __warn()):
 #    no kernel or module code can produce that state, the emulator's CPU
 #    model did (seen on 6.12.117 under single-threaded TCG during `toggle`,
 #    a double fault with EFLAGS c3d6d602,
@@ -48,6 +50,7 @@ emulator_fault() {
 		echo "stale int3 executed (MTTCG): $rip"
 	elif fl=$(tr -d '\r' <"$1" | awk '
 		!seen && match($0, /Oops: [a-z0-9 ]+/) { kind = substr($0, RSTART + 6, RLENGTH - 6); seen = 1; next }
+		!seen && match($0, /WARNING: CPU: [0-9]+ PID: [0-9]+ at .*/) { kind = "WARNING at " substr($0, RSTART + index(substr($0, RSTART), " at ") + 3); seen = 1; next }
 		seen == 1 && match($0, /EFLAGS: [0-9a-f]+/) { print substr($0, RSTART + 8, RLENGTH - 8) " " kind; seen = 2 }') &&
 		e=${fl%% *} && [ -n "$e" ] && [ ${#e} -le 16 ] && (((16#$e & 0xffffffffffc08028) != 0)); then
 		echo "${fl#* } with EFLAGS $e, bits no x86 CPU sets (emulator state)"
