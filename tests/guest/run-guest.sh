@@ -883,6 +883,39 @@ if want kprobe-post; then
 	eq "$(delta coalesce.calls /tmp/a /tmp/b)" 0 "kprobe first: ppcoal's coalesce does not run"
 	ppcoal_unload || bad "rmmod ppcoal"
 	rmmod ppcoal_kprobe || bad "rmmod ppcoal_kprobe"
+	# move=1: the pre handler moves each call to a function of the test
+	# module that refuses. Alone, every call is moved; beside ppcoal's
+	# direct call the move is lost (ppcoal's trampoline overwrites the
+	# address the move left) and the shadow runs instead; with callbacks
+	# the probe is refused as above
+	insmod /ko/ppcoal_kprobe.ko move=1 || bad "insmod ppcoal_kprobe move=1"
+	p0=$(kp_state pre) m0=$(kp_state moved)
+	iperf 1 >/dev/null || bad "move alone: traffic"
+	p1=$(kp_state pre) m1=$(kp_state moved)
+	pa=$((p1 - p0)) ma=$((m1 - m0))
+	gt "$pa" 0 "move alone: the pre handler runs"
+	if [ $((pa - ma)) -lt -2 ] || [ $((pa - ma)) -gt 2 ]; then
+		bad "move alone: $ma of $pa calls moved (want all, give or take 2)"
+	fi
+	rmmod ppcoal_kprobe || bad "rmmod ppcoal_kprobe"
+	ppcoal_load mode=observe || bad "insmod ppcoal"
+	insmod /ko/ppcoal_kprobe.ko move=1 || bad "insmod ppcoal_kprobe move=1 beside ppcoal"
+	if [ "$(val hook_calls)" = direct ]; then
+		eq "$(kp_state target)" 0 "move, ppcoal first (direct): the kprobe is armed"
+		p0=$(kp_state pre) m0=$(kp_state moved)
+		traffic_window "move, ppcoal first"
+		p1=$(kp_state pre) m1=$(kp_state moved)
+		sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
+		gt "$sh_d" 0 "move, ppcoal first: ppcoal's shadow runs"
+		sees_every_call "move, ppcoal first" "the moving pre handler" "$((p1 - p0))" "$sh_d"
+		eq "$((m1 - m0))" 0 "move, ppcoal first (direct): the move is lost"
+		echo "METRIC $(uname -r) kprobe-post move: alone pre=$pa moved=$ma; ppcoal first (direct): shadow_calls=$sh_d pre=$((p1 - p0)) moved=$((m1 - m0))"
+	else
+		eq "$(kp_state target)" -16 "move, ppcoal first (callbacks): the kprobe is refused with EBUSY"
+	fi
+	eq "$(kp_state post)" 0 "move: no post handler runs after a moving pre handler"
+	ppcoal_unload || bad "rmmod ppcoal"
+	rmmod ppcoal_kprobe || bad "rmmod ppcoal_kprobe"
 	end
 	cleanup
 fi
