@@ -1036,6 +1036,7 @@ tap_run() {
 	SENT=${4:-0} RCVD=${5:-0} SEGS=$((s1 - s0)) RCVC=$((c1 - c0)) CALLS=$calls OK=$ok
 	CLONED=$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)
 	REFCL=$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)
+	MISM=$(delta coalesce.refused_pp_mismatch /tmp/a /tmp/b)
 	CLOK=$(sumd /tmp/a /tmp/b coalesce.clone_copied coalesce.clone_moved coalesce.pp_frag_refs)
 	echo "METRIC $(uname -r) $FIXCFG mode=$1 policy=$2 tap=1 len=$3 mbps=$(( ${5:-0} * 8 / 3000000 )) insegs=$((s1 - s0)) tcprcvcoalesce=$((c1 - c0)) calls=$calls ok=$ok rate_permille=$RATE cloned=$CLONED refused_pp_cloned=$REFCL clone_copied=$(delta coalesce.clone_copied /tmp/a /tmp/b) clone_moved=$(delta coalesce.clone_moved /tmp/a /tmp/b) detached=$(delta coalesce.clone_detached /tmp/a /tmp/b) frag_refs=$(delta coalesce.clone_frag_refs /tmp/a /tmp/b) refused_policy=$(delta coalesce.refused_clone_policy /tmp/a /tmp/b) refused_bias=$(delta coalesce.refused_frag_bias /tmp/a /tmp/b)"
 	echo "  coalesce deltas: $(for n in $(counter_names | grep '^coalesce\.'); do d=$(delta $n /tmp/a /tmp/b); [ "$d" = 0 ] || printf '%s=%s ' "${n#coalesce.}" "$d"; done)"
@@ -1054,7 +1055,7 @@ tap_run() {
 # rsum K COL [LEN]: column COL of side K's runs (of size LEN) in
 # /tmp/rate.tsv, summed; columns: 3 calls, 4 successes, 5 segments,
 # 6 TCPRcvCoalesce, 7 cloned page-pool froms, 8 refused as such, 9 clone
-# coalesces (6.12: page-pool references taken)
+# coalesces (6.12: page-pool references taken), 10 pp_recycle mismatches
 rsum() {
 	awk -v k="$1" -v c="$2" -v l="${3:-}" '$1 == k && (l == "" || $2 == l) { s += $c }
 		END { print s + 0 }' /tmp/rate.tsv
@@ -1086,7 +1087,7 @@ if want coalesce-rate; then
 				tap_run "$1" "$2" "$len" >/tmp/rate.out
 				grep FAIL /tmp/rate.out
 				gt "$RCVD" 0 "len=$len $1/$2: iperf3 bytes received"
-				echo "$k $len $CALLS $OK $SEGS $RCVC $CLONED $REFCL $CLOK" >>/tmp/rate.tsv
+				echo "$k $len $CALLS $OK $SEGS $RCVC $CLONED $REFCL $CLOK $MISM" >>/tmp/rate.tsv
 			done
 		done
 		# per size: B coalesced clones where A met them (none in A)
@@ -1098,10 +1099,13 @@ if want coalesce-rate; then
 	TAPSECS=3
 	okA=$(permille "$(rsum A 4)" "$(rsum A 3)") okB=$(permille "$(rsum B 4)" "$(rsum B 3)")
 	rcA=$(permille "$(rsum A 6)" "$(rsum A 5)") rcB=$(permille "$(rsum B 6)" "$(rsum B 5)")
-	echo "METRIC $(uname -r) coalesce-rate A=($A) B=($B) ok_permille $okA -> $okB tcprcvcoalesce_permille $rcA -> $rcB (per run $(rrange A) -> $(rrange B)) clones met $(rsum A 7) / $(rsum B 7), coalesced (6.12: page-pool references taken) $(rsum A 9) / $(rsum B 9)"
+	echo "METRIC $(uname -r) coalesce-rate A=($A) B=($B) ok_permille $okA -> $okB tcprcvcoalesce_permille $rcA -> $rcB (per run $(rrange A) -> $(rrange B)) clones met $(rsum A 7) / $(rsum B 7), refused as such $(rsum A 8) / $(rsum B 8), coalesced (6.12: page-pool references taken) $(rsum A 9) / $(rsum B 9), pp_recycle mismatches $(rsum A 10) / $(rsum B 10)"
 	# A: every clone refused, for the stock reason or a pp_recycle mismatch
+	# (refuses_clones' bounds, summed over A's runs)
 	gt "$(rsum A 8)" 0 "A ($A): clones refused for the stock reason"
 	le "$(rsum A 8)" "$(rsum A 7)" "A ($A): refusals of a clone not above clone calls"
+	le "$(($(rsum A 7) - $(rsum A 8)))" "$(rsum A 10)" \
+		"A ($A): clone calls not refused as clones are at most the pp_recycle mismatches"
 	eq "$(rsum B 8)" 0 "B ($B): no clone refused for the stock reason"
 	gt "$(rsum B 9)" 0 "B ($B): clones coalesced"
 	# iperf3's received count misses what is in flight when a run ends
