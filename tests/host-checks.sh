@@ -145,7 +145,7 @@ fi
 # first failing guest test with net_diag's counters; nothing for a clean log.
 why=""
 t=tests/vm/testdata/tcg-gpf-eflags.log
-d=$(tests/vm/digest.sh "$t")
+d=$(env -u PPCOAL_SPLAT_RE tests/vm/digest.sh "$t")
 for want in "  Oops: general protection fault, maybe for address 0x10: 0000 [#1] PREEMPT SMP NOPTI" \
 	"    RIP: 0010:do_sync_core+0x28/0x30  EFLAGS 84784096  code 8c c8 50 68 ba ae c4 9e <48> cf c3 cc cc" \
 	"    RIP: 0033:0x47fbe9  EFLAGS 00000246  code c8 4c 8b 4c 24 08 0f 05 <48> 3d 01 f0 ff" \
@@ -167,7 +167,7 @@ udpflood: the transmit path stalled: no send found room for 10 s (20138 sent bef
 [   55.276834] virtio_net virtio0 eth0: NETDEV WATCHDOG: CPU: 1: transmit queue 0 timed out 5844 ms
 PPCOAL-RESULT FAIL virtio-differential on: udpflood 600 failed
 LOG
-d=$(tests/vm/digest.sh "$real")
+d=$(env -u PPCOAL_SPLAT_RE tests/vm/digest.sh "$real")
 for want in "  FAIL: an earlier test passed this line" \
 	"   udpflood: the transmit path stalled: no send found room for 10 s (20138 sent before)" \
 	"   26: 215505 0 PCI-MSI 49154-edge virtio0-output.0" \
@@ -177,7 +177,7 @@ for want in "  FAIL: an earlier test passed this line" \
 done
 grep -q "earlier line" <<<"$d" && why="$why${why:+; }the stall digest shows a line before the first FAIL"
 printf 'PPCOAL-RESULT PASS load\nPPCOAL-DONE\n' >"$real"
-[ -z "$(tests/vm/digest.sh "$real")" ] || why="$why${why:+; }a clean log has a digest"
+[ -z "$(env -u PPCOAL_SPLAT_RE tests/vm/digest.sh "$real")" ] || why="$why${why:+; }a clean log has a digest"
 rm -f "$real"
 if [ -z "$why" ]; then
 	echo "PASS host:digest"

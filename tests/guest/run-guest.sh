@@ -837,6 +837,17 @@ kp_state() {
 	awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' \
 		/sys/kernel/debug/ppcoal_kprobe/state
 }
+# kp_window LABEL WHO KEY: traffic beside the armed probe; ppcoal's shadow
+# runs and WHO, the pre handler, sees each of its calls. Sets SH_D (the
+# shadow's calls), KP_PRE and KP_KEY (the deltas of the state's pre and KEY)
+kp_window() {
+	kp_p0=$(kp_state pre) kp_k0=$(kp_state "$3")
+	traffic_window "$1"
+	KP_PRE=$(($(kp_state pre) - kp_p0)) KP_KEY=$(($(kp_state "$3") - kp_k0))
+	SH_D=$(delta coalesce.calls /tmp/a /tmp/b)
+	gt "$SH_D" 0 "$1: ppcoal's shadow runs"
+	sees_every_call "$1" "$2" "$KP_PRE" "$SH_D"
+}
 
 if want kprobe-post; then
 	begin kprobe-post
@@ -847,14 +858,9 @@ if want kprobe-post; then
 	eq "$(kp_state anchor)" 0 "the anchor kprobe is armed"
 	if [ "$(val hook_calls)" = direct ]; then
 		eq "$(kp_state target)" 0 "ppcoal first (direct): the kprobe is armed beside the direct call"
-		p0=$(kp_state pre) q0=$(kp_state post)
-		traffic_window "ppcoal first"
-		p1=$(kp_state pre) q1=$(kp_state post)
-		sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
-		gt "$sh_d" 0 "ppcoal first: ppcoal's shadow runs"
-		sees_every_call "ppcoal first" "the pre handler" "$((p1 - p0))" "$sh_d"
-		eq "$((q1 - q0))" "$((p1 - p0))" "ppcoal first: the post handler runs after each pre handler"
-		echo "METRIC $(uname -r) kprobe-post ppcoal first: hook_calls=direct shadow_calls=$sh_d pre=$((p1 - p0)) post=$((q1 - q0))"
+		kp_window "ppcoal first" "the pre handler" post
+		eq "$KP_KEY" "$KP_PRE" "ppcoal first: the post handler runs after each pre handler"
+		echo "METRIC $(uname -r) kprobe-post ppcoal first: hook_calls=direct shadow_calls=$SH_D pre=$KP_PRE post=$KP_KEY"
 		# ppcoal unloads beside the probe, which goes on counting
 		ppcoal_unload || bad "rmmod ppcoal beside the kprobe"
 		p0=$(kp_state pre)
@@ -902,14 +908,9 @@ if want kprobe-post; then
 	insmod /ko/ppcoal_kprobe.ko move=1 || bad "insmod ppcoal_kprobe move=1 beside ppcoal"
 	if [ "$(val hook_calls)" = direct ]; then
 		eq "$(kp_state target)" 0 "move, ppcoal first (direct): the kprobe is armed"
-		p0=$(kp_state pre) m0=$(kp_state moved)
-		traffic_window "move, ppcoal first"
-		p1=$(kp_state pre) m1=$(kp_state moved)
-		sh_d=$(delta coalesce.calls /tmp/a /tmp/b)
-		gt "$sh_d" 0 "move, ppcoal first: ppcoal's shadow runs"
-		sees_every_call "move, ppcoal first" "the moving pre handler" "$((p1 - p0))" "$sh_d"
-		eq "$((m1 - m0))" 0 "move, ppcoal first (direct): the move is lost"
-		echo "METRIC $(uname -r) kprobe-post move: alone pre=$pa moved=$ma; ppcoal first (direct): shadow_calls=$sh_d pre=$((p1 - p0)) moved=$((m1 - m0))"
+		kp_window "move, ppcoal first" "the moving pre handler" moved
+		eq "$KP_KEY" 0 "move, ppcoal first (direct): the move is lost"
+		echo "METRIC $(uname -r) kprobe-post move: alone pre=$pa moved=$ma; ppcoal first (direct): shadow_calls=$SH_D pre=$KP_PRE moved=$KP_KEY"
 	else
 		eq "$(kp_state target)" -16 "move, ppcoal first (callbacks): the kprobe is refused with EBUSY"
 	fi
