@@ -184,3 +184,21 @@ if [ -z "$why" ]; then
 else
 	echo "FAIL host:digest: $why"
 fi
+
+# tests/run's collect() under tests/run's own errexit: counts PASS and FAIL
+# lines, keeps each failed boot's log once (for the digest), and survives a
+# FAIL line that names no log as its last line (one ended a run silently)
+why=""
+out=$(bash -c 'set -euo pipefail
+	passed=0 failed=0
+	result() { if [ "$1" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi; }
+	eval "$(sed -n "/^failed_logs=()/,/^}/p" tests/run)"
+	collect < <(printf "%s\n" "PASS a:b" "FAIL k/b:t1: r (log: /o/b.log)" \
+		"FAIL k/b:t2: r (log: /o/b.log)" "FAIL k/c:t: r (log: /o/c.log)" "FAIL host:x: no log named")
+	echo "$passed $failed ${failed_logs[*]}"' 2>&1) || why="collect failed: $out"
+[ -n "$why" ] || [ "$out" = "1 4 /o/b.log /o/c.log" ] || why="collect gave \"$out\", not \"1 4 /o/b.log /o/c.log\""
+if [ -z "$why" ]; then
+	echo "PASS host:collect"
+else
+	echo "FAIL host:collect: $why"
+fi
