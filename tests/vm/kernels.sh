@@ -430,7 +430,7 @@ fetch_source() {
 # version as the stock kernel's, so ppcoal's verified-version check (which
 # reads it) treats the two alike: they are built from the same source.
 prepare_debug() {
-	local id=$1 base v bv kd deb srcver fam t0 o dropped="" jobs=${PPCOAL_DEBUG_JOBS:-$(nproc)}
+	local id=$1 base v bv kd deb srcver fam t0 how=built jobs=${PPCOAL_DEBUG_JOBS:-$(nproc)}
 	base=${PPCOAL_DEBUG_BASE[$id]}
 	v=$(kernel_version "$id")
 	bv=$(kernel_version "$base")
@@ -445,7 +445,38 @@ prepare_debug() {
 	srcver=$(dpkg-deb -f "$(fetch_deb "${PPCOAL_KSUITE[$base]}" "linux-image-$bv-unsigned")" Version)
 	fam=$(echo "$bv" | cut -d. -f1,2)
 	deb=$(fetch_source "${PPCOAL_KSUITE[$base]}" "$fam" "$srcver")
-	log "$id: building $v from linux-source-$fam $srcver with the config of $bv"
+	# a build stopped before its end (a session's time, a reboot) goes on
+	# where it stopped: make redoes only the objects it did not finish
+	# (it deletes a target it was building when interrupted)
+	if [ "$(cat "$kd/.debug-partial" 2>/dev/null)" = "$(debug_recipe) $srcver" ]; then
+		log "$id: resuming the interrupted build of $v in $kd"
+		how="finished (resumed)"
+	else
+		prepare_debug_tree "$id" "$deb" "$fam" "$srcver" "$bv"
+	fi
+	make -C "$kd/src" O="$kd/build" -j"$jobs" KERNELRELEASE="$v" \
+		KBUILD_BUILD_VERSION=1 KBUILD_BUILD_TIMESTAMP="Debian $srcver (ppcoal debug build)" \
+		bzImage modules >&2
+	make -C "$kd/src" O="$kd/build" KERNELRELEASE="$v" INSTALL_MOD_PATH="$kd/root" \
+		INSTALL_MOD_STRIP=1 modules_install >&2
+	# out-of-tree builds read the release from here
+	echo "$v" >"$kd/build/include/config/kernel.release"
+	cp "$kd/build/arch/x86/boot/bzImage" "$kd/vmlinuz"
+	depmod -b "$kd/root" "$v"
+	debug_recipe >"$kd/.debug-recipe"
+	rm -f "$kd/.debug-partial"
+	echo "$how in $(($(date +%s) - t0)) s with make -j$jobs on $(nproc) CPUs" >"$kd/.debug-ready"
+	log "$id: $(cat "$kd/.debug-ready")"
+}
+
+# prepare_debug_tree ID SOURCE_DEB FAMILY SOURCE_VERSION BASE_VERSION: a
+# fresh source and configured build tree for prepare_debug; marks it
+# .debug-partial (recipe and source version) once configured.
+prepare_debug_tree() {
+	local id=$1 deb=$2 fam=$3 srcver=$4 bv=$5 base kd o dropped=""
+	base=${PPCOAL_DEBUG_BASE[$id]}
+	kd=$(kernel_dir "$id")
+	log "$id: building $(kernel_version "$id") from linux-source-$fam $srcver with the config of $bv"
 	rm -rf "$kd"
 	mkdir -p "$kd/src" "$kd/build" "$kd/root"
 	dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/linux-source-$fam.tar.xz" |
@@ -470,18 +501,7 @@ prepare_debug() {
 		grep -qx "CONFIG_$o=y" "$kd/build/.config" || dropped="$dropped $o"
 	done
 	[ -z "$dropped" ] || die "$id: Kconfig dropped:$dropped (see $kd/build/.config)"
-	make -C "$kd/src" O="$kd/build" -j"$jobs" KERNELRELEASE="$v" \
-		KBUILD_BUILD_VERSION=1 KBUILD_BUILD_TIMESTAMP="Debian $srcver (ppcoal debug build)" \
-		bzImage modules >&2
-	make -C "$kd/src" O="$kd/build" KERNELRELEASE="$v" INSTALL_MOD_PATH="$kd/root" \
-		INSTALL_MOD_STRIP=1 modules_install >&2
-	# out-of-tree builds read the release from here
-	echo "$v" >"$kd/build/include/config/kernel.release"
-	cp "$kd/build/arch/x86/boot/bzImage" "$kd/vmlinuz"
-	depmod -b "$kd/root" "$v"
-	debug_recipe >"$kd/.debug-recipe"
-	echo "built in $(($(date +%s) - t0)) s with make -j$jobs on $(nproc) CPUs" >"$kd/.debug-ready"
-	log "$id: $(cat "$kd/.debug-ready")"
+	echo "$(debug_recipe) $srcver" >"$kd/.debug-partial"
 }
 
 kernel_prepare() {
