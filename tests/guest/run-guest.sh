@@ -1068,6 +1068,21 @@ rrange() {
 		END { print lo + 0 "-" hi + 0 }' /tmp/rate.tsv
 }
 
+# refuses_clones WHAT [CLONES REFUSED MISMATCHES]: between /tmp/a and /tmp/b
+# (or in the counts given) every call with a cloned page-pool from was
+# refused: for the stock reason, or (checked before it
+# in skb_try_coalesce) because to is not a page-pool skb. CI of bb17abb
+# saw 3 of 310 refused the second way: the two are not equal.
+refuses_clones() {
+	local c r m
+	c=${2:-$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)}
+	r=${3:-$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)}
+	m=${4:-$(delta coalesce.refused_pp_mismatch /tmp/a /tmp/b)}
+	gt "$r" 0 "$1: clones refused for the stock reason"
+	le "$r" "$c" "$1: refusals of a clone not above clone calls"
+	le "$((c - r))" "$m" "$1: clone calls not refused as clones are at most the pp_recycle mismatches"
+}
+
 if want coalesce-rate; then
 	begin coalesce-rate
 	ppcoal_load mode=observe || bad "insmod ppcoal"
@@ -1102,11 +1117,7 @@ if want coalesce-rate; then
 	rcA=$(permille "$(rsum A 6)" "$(rsum A 5)") rcB=$(permille "$(rsum B 6)" "$(rsum B 5)")
 	echo "METRIC $(uname -r) coalesce-rate A=($A) B=($B) ok_permille $okA -> $okB tcprcvcoalesce_permille $rcA -> $rcB (per run $(rrange A) -> $(rrange B)) clones met $(rsum A 7) / $(rsum B 7), refused as such $(rsum A 8) / $(rsum B 8), coalesced (6.12: page-pool references taken) $(rsum A 9) / $(rsum B 9), pp_recycle mismatches $(rsum A 10) / $(rsum B 10)"
 	# A: every clone refused, for the stock reason or a pp_recycle mismatch
-	# (refuses_clones' bounds, summed over A's runs)
-	gt "$(rsum A 8)" 0 "A ($A): clones refused for the stock reason"
-	le "$(rsum A 8)" "$(rsum A 7)" "A ($A): refusals of a clone not above clone calls"
-	le "$(($(rsum A 7) - $(rsum A 8)))" "$(rsum A 10)" \
-		"A ($A): clone calls not refused as clones are at most the pp_recycle mismatches"
+	refuses_clones "A ($A)" "$(rsum A 7)" "$(rsum A 8)" "$(rsum A 10)"
 	eq "$(rsum B 8)" 0 "B ($B): no clone refused for the stock reason"
 	gt "$(rsum B 9)" 0 "B ($B): clones coalesced"
 	# iperf3's received count misses what is in flight when a run ends
@@ -1120,20 +1131,6 @@ if want coalesce-rate; then
 	end
 	cleanup
 fi
-
-# refuses_clones WHAT: between /tmp/a and /tmp/b every call with a cloned
-# page-pool from was refused: for the stock reason, or (checked before it
-# in skb_try_coalesce) because to is not a page-pool skb. CI of bb17abb
-# saw 3 of 310 refused the second way: the two are not equal.
-refuses_clones() {
-	local c r m
-	c=$(delta coalesce.pp_cloned_from /tmp/a /tmp/b)
-	r=$(delta coalesce.refused_pp_cloned /tmp/a /tmp/b)
-	m=$(delta coalesce.refused_pp_mismatch /tmp/a /tmp/b)
-	gt "$r" 0 "$1: clones refused for the stock reason"
-	le "$r" "$c" "$1: refusals of a clone not above clone calls"
-	le "$((c - r))" "$m" "$1: clone calls not refused as clones are at most the pp_recycle mismatches"
-}
 
 if want coalesce-on; then
 	begin coalesce-on
