@@ -10,6 +10,9 @@
 #                    an MTTCG boot and the recorded double fault and general
 #                    protection fault with an impossible EFLAGS
 #                    (tests/vm/testdata) from a kernel oops
+#   boot-retry       boot_retrying boots again after an emulator death, at
+#                    most TRIES times in all, never after the kernel's
+#   digest, collect  the evidence tests/run prints for a failed boot
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
@@ -121,23 +124,61 @@ case "$(emulator_fault "$t" 0 "")" in
 esac
 sed 's/EFLAGS: 84784096/EFLAGS: 00010246/' "$t" >"$real"
 [ -z "$(emulator_fault "$real" 0 "")" ] || why="$why${why:+; }a general protection fault with a possible EFLAGS called the emulator's"
-# a WARNING's register dump is read as an oops's (derived from the same
-# log: its oops line made the kernel-mode single-step WARNING of CI of
-# 6db3f33, whose log stayed on CI); with a possible EFLAGS, even one with
-# TF set, it stays the kernel's
-w="WARNING: CPU: 0 PID: 533 at arch/x86/kernel/traps.c:1120 exc_debug_kernel+0xca/0x160"
-sed "s|Oops: general protection fault.*|$w|" "$t" >"$real"
-case "$(emulator_fault "$real" 0 "")" in
-"WARNING at arch/x86/kernel/traps.c:1120 exc_debug_kernel+0xca/0x160 with EFLAGS 84784096, bits no x86 CPU sets (emulator state)") ;;
-*) why="$why${why:+; }a WARNING with impossible EFLAGS not recognised" ;;
+# the kernel-mode single-step WARNING of CI of 06fa793 (6.12.117,
+# single-threaded TCG, `direct`): the frame of its ud2, the kernel frame it
+# trapped in and the user frame all hold impossible bits (the user's RFLAGS
+# that syscall saved in R11, 01c88202, too); with a possible EFLAGS, even
+# one with TF set, it stays the kernel's
+t=tests/vm/testdata/tcg-db-warning-eflags.log
+case "$(emulator_fault "$t" 0 "")" in
+"WARNING at arch/x86/kernel/traps.c:1120 exc_debug_kernel+0xca/0x160 with EFLAGS 01c89002, bits no x86 CPU sets (emulator state)") ;;
+*) why="$why${why:+; }the recorded WARNING with impossible EFLAGS not recognised" ;;
 esac
-sed -i 's/EFLAGS: 84784096/EFLAGS: 00000146/' "$real"
+sed 's/EFLAGS: 01c89002/EFLAGS: 00000146/' "$t" >"$real"
 [ -z "$(emulator_fault "$real" 0 "")" ] || why="$why${why:+; }a WARNING with a possible EFLAGS called the emulator's"
 rm -f "$real"
 if [ -z "$why" ]; then
 	echo "PASS host:emulator-fault"
 else
 	echo "FAIL host:emulator-fault: $why"
+fi
+
+# boot_retrying (tests/run's boot loop) with a fake boot that writes the
+# recorded double fault (impossible EFLAGS) its first N times, then a clean
+# log; and one whose double fault has a possible EFLAGS
+why=""
+rt=$(mktemp -d)
+log() { printf '%s\n' "$*" >>"$rt/said"; }
+fake_boot() { # fake_boot CRASHES EFLAGS
+	local n
+	n=$(($(cat "$rt/n" 2>/dev/null || echo 0) + 1))
+	echo "$n" >"$rt/n"
+	if [ "$n" -le "$1" ]; then
+		sed "s/EFLAGS: c3d6d602/EFLAGS: $2/" tests/vm/testdata/tcg-double-fault-eflags.log >"$rt/b.log"
+	else
+		printf 'PPCOAL-RESULT PASS load\nPPCOAL-DONE\n' >"$rt/b.log"
+	fi
+}
+# retry_case CRASHES EFLAGS: "boots, crash logs kept, crashes listed,
+# double faults in the final log, the last thing said"
+retry_case() {
+	rm -f "$rt"/*
+	: >"$rt/crashes"
+	boot_retrying 3 k/b "$rt/b.log" "" "$rt/crashes" fake_boot "$1" "$2"
+	echo "$(cat "$rt/n") $(find "$rt" -name 'b.log.emulator-crash*' | wc -l) $(wc -l <"$rt/crashes") $(grep -c 'Oops: double fault' "$rt/b.log") $(tail -n 1 "$rt/said" 2>/dev/null | grep -o 'on try 3 of 3\|try [0-9] of 3' || echo none)"
+}
+got=$(retry_case 2 c3d6d602)
+[ "$got" = "3 2 2 0 try 3 of 3" ] || why="$why${why:+; }two emulator deaths, then a clean boot: \"$got\""
+got=$(retry_case 3 c3d6d602)
+[ "$got" = "3 2 2 1 on try 3 of 3" ] || why="$why${why:+; }three emulator deaths: \"$got\" (not 3 boots with the last death kept as the log)"
+got=$(retry_case 3 00010246)
+[ "$got" = "1 0 0 1 none" ] || why="$why${why:+; }a kernel death (possible EFLAGS) retried: \"$got\""
+rm -rf "$rt"
+unset -f log
+if [ -z "$why" ]; then
+	echo "PASS host:boot-retry"
+else
+	echo "FAIL host:boot-retry: $why"
 fi
 
 # The digest tests/run prints for a failed boot: each register dump of the
@@ -154,10 +195,12 @@ for want in "  Oops: general protection fault, maybe for address 0x10: 0000 [#1]
 done
 [ "$(wc -l <<<"$d")" = 4 ] || why="$why${why:+; }the oops digest is not 4 lines"
 real=$(mktemp)
-# a transmit stall as docs/qemu-virtio-nomrg-stall.md shows it
+# a transmit stall as docs/qemu-virtio-nomrg-stall.md shows it: udpflood's
+# line comes before the FAIL line it causes; the lines of the test before
+# (up to its result line) are not shown
 cat >"$real" <<'LOG'
-[   50.000000] virtio_net virtio0 eth0: an earlier line
-  FAIL: an earlier test passed this line
+[   50.000000] virtio_net virtio0 eth0: NETDEV WATCHDOG: a line of the test before
+PPCOAL-RESULT PASS observe-tcp
 udpflood: the transmit path stalled: no send found room for 10 s (20138 sent before)
   FAIL: on: udpflood 600 failed
   net_diag: virtio interrupts:
@@ -168,14 +211,29 @@ udpflood: the transmit path stalled: no send found room for 10 s (20138 sent bef
 PPCOAL-RESULT FAIL virtio-differential on: udpflood 600 failed
 LOG
 d=$(env -u PPCOAL_SPLAT_RE tests/vm/digest.sh "$real")
-for want in "  FAIL: an earlier test passed this line" \
-	"   udpflood: the transmit path stalled: no send found room for 10 s (20138 sent before)" \
-	"   26: 215505 0 PCI-MSI 49154-edge virtio0-output.0" \
-	"   eth0: 14242 44 0 0 0 0 0 0 262638898 521708 0 0 0 0 0 0" \
-	"   virtio_net virtio0 eth0: NETDEV WATCHDOG: CPU: 1: transmit queue 0 timed out 5844 ms"; do
-	grep -qxF -- "$want" <<<"$d" || why="$why${why:+; }the stall digest lacks \"$want\""
-done
-grep -q "earlier line" <<<"$d" && why="$why${why:+; }the stall digest shows a line before the first FAIL"
+want="  FAIL: on: udpflood 600 failed
+   udpflood: the transmit path stalled: no send found room for 10 s (20138 sent before)
+   26: 215505 0 PCI-MSI 49154-edge virtio0-output.0
+   eth0: 14242 44 0 0 0 0 0 0 262638898 521708 0 0 0 0 0 0
+   virtio_net virtio0 eth0: NETDEV WATCHDOG: CPU: 1: transmit queue 0 timed out 5844 ms"
+[ "$d" = "$want" ] || why="$why${why:+; }the stall digest is not the FAIL line then its 4 diagnostic lines in order: $(tr '\n' '|' <<<"$d")"
+# a one-line splat (a stalled pool) then a WARNING: the dumps are shown
+# under the WARNING's line; a splat line after a dump ends the splat; a
+# host build's "WARNING: modpost" is no splat
+{
+	echo "WARNING: modpost: a build line"
+	echo "[ 1.0] page_pool_release_retry() stalled pool shutdown: id 3, 1 inflight 60 sec"
+	sed 's/Oops: general protection fault.*/WARNING: CPU: 0 PID: 1 at net\/core\/x.c:1 f+0x1\/0x2/' tests/vm/testdata/tcg-gpf-eflags.log
+	echo "BUG: a later splat"
+} >"$real"
+d=$(env -u PPCOAL_SPLAT_RE tests/vm/digest.sh "$real")
+[ "$(head -n 3 <<<"$d")" = "  page_pool_release_retry() stalled pool shutdown: id 3, 1 inflight 60 sec
+  WARNING: CPU: 0 PID: 1 at net/core/x.c:1 f+0x1/0x2
+    RIP: 0010:do_sync_core+0x28/0x30  EFLAGS 84784096  code 8c c8 50 68 ba ae c4 9e <48> cf c3 cc cc" ] ||
+	why="$why${why:+; }a one-line splat then a WARNING: $(head -n 3 <<<"$d" | tr '\n' '|')"
+grep -qE "modpost|later splat" <<<"$d" && why="$why${why:+; }the digest shows a build line or a later splat"
+: >"$real"
+env -u PPCOAL_SPLAT_RE tests/vm/digest.sh "$real" >/dev/null || why="$why${why:+; }an empty log fails the digest"
 printf 'PPCOAL-RESULT PASS load\nPPCOAL-DONE\n' >"$real"
 [ -z "$(env -u PPCOAL_SPLAT_RE tests/vm/digest.sh "$real")" ] || why="$why${why:+; }a clean log has a digest"
 rm -f "$real"
@@ -187,16 +245,19 @@ fi
 
 # tests/run's collect() under tests/run's own errexit: counts PASS and FAIL
 # lines, keeps each failed boot's log once (for the digest), and survives a
-# FAIL line that names no log as its last line (one ended a run silently)
+# FAIL line that names no log as its last line (one ended a run silently);
+# insn-windows names its log and then the marks file
 why=""
 out=$(bash -c 'set -euo pipefail
 	passed=0 failed=0
 	result() { if [ "$1" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi; }
 	eval "$(sed -n "/^failed_logs=()/,/^}/p" tests/run)"
 	collect < <(printf "%s\n" "PASS a:b" "FAIL k/b:t1: r (log: /o/b.log)" \
-		"FAIL k/b:t2: r (log: /o/b.log)" "FAIL k/c:t: r (log: /o/c.log)" "FAIL host:x: no log named")
+		"FAIL k/b:t2: r (log: /o/b.log)" "FAIL k/c:t: r (log: /o/c.log)" "FAIL k/i:m: r (log: /o/i.log, marks: /o/i.marks)" \
+		"FAIL host:x: no log named")
 	echo "$passed $failed ${failed_logs[*]}"' 2>&1) || why="collect failed: $out"
-[ -n "$why" ] || [ "$out" = "1 4 /o/b.log /o/c.log" ] || why="collect gave \"$out\", not \"1 4 /o/b.log /o/c.log\""
+want="1 5 /o/b.log /o/c.log /o/i.log"
+[ -n "$why" ] || [ "$out" = "$want" ] || why="collect gave \"$out\", not \"$want\""
 if [ -z "$why" ]; then
 	echo "PASS host:collect"
 else

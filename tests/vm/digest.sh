@@ -4,32 +4,52 @@
 #
 #   tests/vm/digest.sh LOG
 #
-# - the first kernel splat: its first line; for each register dump in it
-#   (the splat's own, then those of the frames it interrupted, at most 3)
-#   RIP, EFLAGS and the code bytes around the faulting instruction; the
-#   call trace's first 10 frames on one line;
+# - the first kernel splat: its first line (and the next splat lines while
+#   none of them has shown a register dump yet: "BUG: unable to handle"
+#   then "Oops", or a one-line "stalled pool" then a WARNING, at most 3);
+#   for each register dump (the splat's own, then those of the frames it
+#   interrupted, at most 3) RIP, EFLAGS and the code bytes around the
+#   faulting instruction; the call trace's first 10 frames on one line. A
+#   splat line after a register dump ends it.
 # - the first failing guest test: its FAIL line, then the transmit stall
 #   line of udpflood, the netdev watchdog, the virtio interrupt counts and
-#   the NIC counters that net_diag printed (at most 10 lines).
+#   the NIC counters that net_diag printed, from the end of the test before
+#   it on (at most 10 lines).
 # Prints nothing for a log with neither.
+#
+# PPCOAL_SPLAT_RE (as in parse-log.sh) is a grep -E pattern: grep selects
+# the splat lines, awk only formats.
 set -euo pipefail
 
 [ $# -eq 1 ] || { echo "usage: $0 LOG" >&2; exit 2; }
 [ -f "$1" ] || exit 0
 splat=${PPCOAL_SPLAT_RE:-'WARNING:|BUG:|Oops|Kernel panic|stalled pool|general protection'}
 
-clean() { tr -d '\r' <"$1" | tr -c '[:print:]\t\n' '?'; }
+# the console text, without result lines and timestamps; an empty log is no
+# error
+text() {
+	tr -d '\r' <"$1" | tr -c '[:print:]\t\n' '?' |
+		{ grep -v 'PPCOAL-RESULT' || true; } | sed 's/^\[[ 0-9.]*\] //'
+}
+# (a host log's "WARNING: modpost" is the build's, not a splat)
+lines=$(text "$1" | { grep -nE -- "$splat" | grep -v '^[0-9]*:WARNING: modpost' || true; } | cut -d: -f1 | paste -sd, -)
 
 # Both programs read to the end of their input (see emulator-fault.sh).
-clean "$1" | grep -v 'PPCOAL-RESULT' | sed 's/^\[[ 0-9.]*\] //' | awk -v re="$splat" '
+text "$1" | awk -v lines="$lines" '
+	BEGIN { n = split(lines, l, ","); for (i = 1; i <= n; i++) is[l[i]] = 1 }
 	function flush() {
 		if (rip != "")
 			printf "    %s  EFLAGS %s  code %s\n", rip, fl, code
 		rip = fl = code = ""
 	}
 	done { next }
-	!on && $0 ~ re { on = 1; print "  " substr($0, 1, 160); next }
-	!on { next }
+	NR in is {
+		if (dumps || heads >= 3) { flush(); done = 1; next }
+		heads++
+		print "  " substr($0, 1, 160)
+		next
+	}
+	!heads { next }
 	/end trace|^Kernel Offset/ { flush(); done = 1; next }
 	/^RIP: / { flush(); if (++dumps <= 3) rip = substr($0, 1, 70); next }
 	/^Code: / && rip != "" {
@@ -58,13 +78,28 @@ clean "$1" | grep -v 'PPCOAL-RESULT' | sed 's/^\[[ 0-9.]*\] //' | awk -v re="$sp
 			print "    trace: " substr(trace, 1, 400)
 	}'
 
-clean "$1" | awk '
-	n >= 10 { next }
-	/^  FAIL: / && !f { f = 1; print "  " substr($0, 3, 160); n++; next }
-	f && /udpflood: |NETDEV WATCHDOG|virtio[0-9]-(input|output)|^ *eth[0-9]: / {
-		sub(/^\[[ 0-9.]+\] /, "")
-		gsub(/ +/, " ")
-		sub(/^ /, "")
-		print "   " substr($0, 1, 160)
+# the diagnostic lines since the previous test's result line are kept until
+# the first FAIL line shows whether they belong to a failed test
+tr -d '\r' <"$1" | tr -c '[:print:]\t\n' '?' | awk '
+	function show(s) {
+		sub(/^\[[ 0-9.]+\] /, "", s)
+		gsub(/ +/, " ", s)
+		sub(/^ /, "", s)
+		if (n < 10)
+			print "   " substr(s, 1, 160)
 		n++
+	}
+	/PPCOAL-RESULT/ && !f { kept = 0; next }
+	/^  FAIL: / && !f {
+		f = 1
+		print "  " substr($0, 3, 160)
+		for (i = 1; i <= kept; i++)
+			show(k[i])
+		next
+	}
+	/udpflood: |NETDEV WATCHDOG|virtio[0-9]-(input|output)|^ *eth[0-9]: / {
+		if (f)
+			show($0)
+		else if (kept < 10)
+			k[++kept] = $0
 	}'

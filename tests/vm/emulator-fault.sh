@@ -28,7 +28,10 @@
 #    a double fault with EFLAGS c3d6d602,
 #    tests/vm/testdata/tcg-double-fault-eflags.log; in rmmod-race, a general
 #    protection fault at the iretq of do_sync_core() with EFLAGS 84784096,
-#    tests/vm/testdata/tcg-gpf-eflags.log; once before under
+#    tests/vm/testdata/tcg-gpf-eflags.log; in `direct`, a kernel-mode
+#    single-step WARNING with EFLAGS 01c89002, whose user frame's R11, the
+#    RFLAGS that syscall saved, held such bits too,
+#    tests/vm/testdata/tcg-db-warning-eflags.log; once before under
 #    multi-threaded TCG, kernel-facts.md). An oops with a possible EFLAGS
 #    (a stack overflow, a bad pointer) stays the kernel's failure.
 # The awk programs read to the end of their input: one that exits early can
@@ -55,4 +58,29 @@ emulator_fault() {
 		e=${fl%% *} && [ -n "$e" ] && [ ${#e} -le 16 ] && (((16#$e & 0xffffffffffc08028) != 0)); then
 		echo "${fl#* } with EFLAGS $e, bits no x86 CPU sets (emulator state)"
 	fi
+}
+
+# boot_retrying TRIES PREFIX LOG QEMU_KIND CRASHES BOOT_COMMAND...: runs the
+# boot command (which writes LOG) until it did not die of the emulator's
+# fault, at most TRIES times; each emulator death is logged, its LOG kept as
+# LOG.emulator-crashN and listed in CRASHES. The last try's death is not
+# excused: it is logged as such and its LOG stays for the caller to parse.
+# Returns the boot command's status of the last try.
+boot_retrying() {
+	local tries=$1 prefix=$2 blog=$3 kind=$4 crashes=$5 try rc why
+	shift 5
+	for try in $(seq "$tries"); do
+		rc=0
+		"$@" || rc=$?
+		why=$(emulator_fault "$blog" "$rc" "$kind")
+		[ -n "$why" ] || break
+		if [ "$try" = "$tries" ]; then
+			log "$prefix: $why, on try $try of $tries: its failures count"
+			break
+		fi
+		log "$prefix: $why; booting again (try $((try + 1)) of $tries)"
+		mv "$blog" "$blog.emulator-crash$try"
+		echo "EMULATOR-CRASH $prefix: $why (log: $blog.emulator-crash$try)" >>"$crashes"
+	done
+	return "$rc"
 }

@@ -448,25 +448,46 @@ prepare_debug() {
 	# a build stopped before its end (a session's time, a reboot) goes on
 	# where it stopped: make redoes only the objects it did not finish
 	# (it deletes a target it was building when interrupted)
-	if [ "$(cat "$kd/.debug-partial" 2>/dev/null)" = "$(debug_recipe) $srcver" ]; then
+	# (a resumed build that fails starts once more from a fresh tree: a
+	# tree left broken, a file cut short by a full disk)
+	if [ "$(cat "$kd/.debug-partial" 2>/dev/null)" = "$(debug_partial_mark "$srcver")" ]; then
 		log "$id: resuming the interrupted build of $v in $kd"
-		how="finished (resumed)"
+		if debug_make "$kd" "$v" "$srcver" "$jobs"; then
+			how="finished (resumed)"
+		else
+			log "$id: the resumed build failed: building from a fresh tree"
+			prepare_debug_tree "$id" "$deb" "$fam" "$srcver" "$bv"
+			debug_make "$kd" "$v" "$srcver" "$jobs"
+		fi
 	else
 		prepare_debug_tree "$id" "$deb" "$fam" "$srcver" "$bv"
+		debug_make "$kd" "$v" "$srcver" "$jobs"
 	fi
-	make -C "$kd/src" O="$kd/build" -j"$jobs" KERNELRELEASE="$v" \
-		KBUILD_BUILD_VERSION=1 KBUILD_BUILD_TIMESTAMP="Debian $srcver (ppcoal debug build)" \
-		bzImage modules >&2
-	make -C "$kd/src" O="$kd/build" KERNELRELEASE="$v" INSTALL_MOD_PATH="$kd/root" \
-		INSTALL_MOD_STRIP=1 modules_install >&2
 	# out-of-tree builds read the release from here
 	echo "$v" >"$kd/build/include/config/kernel.release"
 	cp "$kd/build/arch/x86/boot/bzImage" "$kd/vmlinuz"
 	depmod -b "$kd/root" "$v"
 	debug_recipe >"$kd/.debug-recipe"
-	rm -f "$kd/.debug-partial"
 	echo "$how in $(($(date +%s) - t0)) s with make -j$jobs on $(nproc) CPUs" >"$kd/.debug-ready"
+	rm -f "$kd/.debug-partial"
 	log "$id: $(cat "$kd/.debug-ready")"
+}
+
+# debug_partial_mark SOURCE_VERSION: what .debug-partial holds for a tree
+# configured by this recipe for that source version
+debug_partial_mark() {
+	echo "$(debug_recipe) $1"
+}
+
+# debug_make KDIR VERSION SOURCE_VERSION JOBS: build and install the
+# configured tree in KDIR (make redoes only what is not finished)
+debug_make() {
+	local kd=$1 v=$2 srcver=$3 jobs=$4
+	make -C "$kd/src" O="$kd/build" -j"$jobs" KERNELRELEASE="$v" \
+		KBUILD_BUILD_VERSION=1 KBUILD_BUILD_TIMESTAMP="Debian $srcver (ppcoal debug build)" \
+		bzImage modules >&2 &&
+		make -C "$kd/src" O="$kd/build" KERNELRELEASE="$v" INSTALL_MOD_PATH="$kd/root" \
+			INSTALL_MOD_STRIP=1 modules_install >&2
 }
 
 # prepare_debug_tree ID SOURCE_DEB FAMILY SOURCE_VERSION BASE_VERSION: a
@@ -501,7 +522,7 @@ prepare_debug_tree() {
 		grep -qx "CONFIG_$o=y" "$kd/build/.config" || dropped="$dropped $o"
 	done
 	[ -z "$dropped" ] || die "$id: Kconfig dropped:$dropped (see $kd/build/.config)"
-	echo "$(debug_recipe) $srcver" >"$kd/.debug-partial"
+	debug_partial_mark "$srcver" >"$kd/.debug-partial"
 }
 
 kernel_prepare() {
