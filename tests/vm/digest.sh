@@ -6,7 +6,8 @@
 #
 # - the first kernel splat: its first line (and the next splat lines while
 #   none of them has shown a register dump yet: "BUG: unable to handle"
-#   then "Oops", or a one-line "stalled pool" then a WARNING, at most 3);
+#   then "Oops", or a one-line "stalled pool" then a WARNING; repeats, same
+#   but for numbers, skipped; at most 4);
 #   for each register dump (the splat's own, then those of the frames it
 #   interrupted, at most 3) RIP, EFLAGS and the code bytes around the
 #   faulting instruction; the call trace's first 10 frames on one line. A
@@ -44,9 +45,15 @@ text "$1" | awk -v lines="$lines" '
 	}
 	done { next }
 	NR in is {
-		if (dumps || heads >= 3) { flush(); done = 1; next }
-		heads++
-		print "  " substr($0, 1, 160)
+		if (dumps) { flush(); done = 1; next }
+		# a repeat of a dump-less head (stalled pool every 60 s) is
+		# skipped, so the splat that brings a dump still shows
+		k = $0
+		gsub(/[0-9]+/, "N", k)
+		if (k in seen) next
+		seen[k] = 1
+		if (++heads <= 4)
+			print "  " substr($0, 1, 160)
 		next
 	}
 	!heads { next }

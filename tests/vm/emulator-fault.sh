@@ -5,8 +5,11 @@
 #
 # emulator_fault LOG QEMU_EXIT_STATUS QEMU_KIND: prints why a boot failed
 # by the emulator's fault, or nothing.
-#  - QEMU itself crashed: killed by a signal other than our timeout's, or
-#    an emulator assertion on its stderr.
+#  - QEMU itself crashed: killed by a signal of a crash (SIGILL, SIGABRT,
+#    SIGBUS, SIGFPE, SIGSEGV: status 128 + N), or an emulator assertion on
+#    its stderr. Not our timeout (137) nor an interrupted run (boot.sh
+#    exits 143 on INT, TERM or HUP; 130 from timeout): those are no crash
+#    and are never booted again.
 #  - mttcg only: "Oops: int3" where the oops's code dump shows that memory
 #    at the trapping address no longer holds int3 (0xcc; the byte before
 #    the <..> marker, RIP being past the int3). The kernel's text_poke_bp()
@@ -39,7 +42,7 @@
 emulator_fault() {
 	local qline rip fl e
 	qline=$(grep -m1 -E '^qemu-system-x86_64: .*(Assertion|assertion|fatal|core dumped)' "$1")
-	if { [ "$2" -gt 128 ] && [ "$2" != 137 ]; } || [ -n "$qline" ]; then
+	if [[ " 132 134 135 136 139 " == *" $2 "* ]] || [ -n "$qline" ]; then
 		echo "QEMU crashed (exit $2)${qline:+: $qline}"
 	elif [ "$3" = mttcg ] && rip=$(tr -d '\r' <"$1" | awk '
 		!seen && /Oops: int3/ { seen = 1; next }
