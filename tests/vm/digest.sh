@@ -15,7 +15,8 @@
 # - the first failing guest test: its FAIL line, then the transmit stall
 #   line of udpflood, the netdev watchdog, the virtio interrupt counts and
 #   the NIC counters that net_diag printed, from the end of the test before
-#   it on (at most 10 lines).
+#   it on (at most 10 lines; the watchdog's line once, as it repeats every
+#   5 s with other numbers).
 # Prints nothing for a log with neither.
 #
 # PPCOAL_SPLAT_RE (as in parse-log.sh) is a grep -E pattern: grep selects
@@ -26,17 +27,17 @@ set -euo pipefail
 [ -f "$1" ] || exit 0
 splat=${PPCOAL_SPLAT_RE:-'WARNING:|BUG:|Oops|Kernel panic|stalled pool|general protection'}
 
-# the console text, without result lines and timestamps; an empty log is no
-# error
-text() {
-	tr -d '\r' <"$1" | tr -c '[:print:]\t\n' '?' |
-		{ grep -v 'PPCOAL-RESULT' || true; } | sed 's/^\[[ 0-9.]*\] //'
-}
+# the console's lines as text: no carriage returns, unprintable bytes as '?'
+clean() { tr -d '\r' <"$1" | tr -c '[:print:]\t\n' '?'; }
+log=$(clean "$1")
+# the splat program's text: without result lines and timestamps; an empty
+# log is no error
+text=$(printf '%s\n' "$log" | { grep -v 'PPCOAL-RESULT' || true; } | sed 's/^\[[ 0-9.]*\] //')
 # (a host log's "WARNING: modpost" is the build's, not a splat)
-lines=$(text "$1" | { grep -nE -- "$splat" | grep -v '^[0-9]*:WARNING: modpost' || true; } | cut -d: -f1 | paste -sd, -)
+lines=$(printf '%s\n' "$text" | { grep -nE -- "$splat" | grep -v '^[0-9]*:WARNING: modpost' || true; } | cut -d: -f1 | paste -sd, -)
 
 # Both programs read to the end of their input (see emulator-fault.sh).
-text "$1" | awk -v lines="$lines" '
+printf '%s\n' "$text" | awk -v lines="$lines" '
 	BEGIN { n = split(lines, l, ","); for (i = 1; i <= n; i++) is[l[i]] = 1 }
 	function flush() {
 		if (rip != "")
@@ -87,7 +88,7 @@ text "$1" | awk -v lines="$lines" '
 
 # the diagnostic lines since the previous test's result line are kept until
 # the first FAIL line shows whether they belong to a failed test
-tr -d '\r' <"$1" | tr -c '[:print:]\t\n' '?' | awk '
+printf '%s\n' "$log" | awk '
 	function show(s) {
 		sub(/^\[[ 0-9.]+\] /, "", s)
 		gsub(/ +/, " ", s)
@@ -96,7 +97,7 @@ tr -d '\r' <"$1" | tr -c '[:print:]\t\n' '?' | awk '
 			print "   " substr(s, 1, 160)
 		n++
 	}
-	/PPCOAL-RESULT/ && !f { kept = 0; next }
+	/PPCOAL-RESULT/ && !f { kept = 0; split("", seen); next }
 	/^  FAIL: / && !f {
 		f = 1
 		print "  " substr($0, 3, 160)
@@ -105,6 +106,14 @@ tr -d '\r' <"$1" | tr -c '[:print:]\t\n' '?' | awk '
 		next
 	}
 	/udpflood: |NETDEV WATCHDOG|virtio[0-9]-(input|output)|^ *eth[0-9]: / {
+		if (/NETDEV WATCHDOG/) {
+			w = $0
+			sub(/^\[[ 0-9.]+\] /, "", w)
+			gsub(/[0-9]+/, "N", w)
+			if (w in seen)
+				next
+			seen[w] = 1
+		}
 		if (f)
 			show($0)
 		else if (kept < 10)
