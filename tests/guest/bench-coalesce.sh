@@ -5,9 +5,13 @@
 # rotating order, plus observe without the tap (the ceiling).
 # Prints "BENCH kind mode rep value": tcp_mbps_LEN, okpm_LEN (coalesce
 # successes per mille of calls), rcvpm_LEN (TCPRcvCoalesce per mille InSegs),
-# and around each run the marks of the insncount QEMU plugin
-# ("PPCOAL-INSNWIN tcpLEN-mode/rep segments": instructions per TCP segment
-# received, data and ACKs, both ends' work included: scripts/ppcoal-bench).
+# segs_LEN (TCP segments received, data and ACKs, both ends), bpseg_LEN
+# (payload bytes over those segments), and around each run the marks of the
+# insncount QEMU plugin ("PPCOAL-INSNWIN tcpLEN-mode/rep messages":
+# instructions per LEN-byte message received, both ends' work included:
+# scripts/ppcoal-bench). Not per segment: a segment held 1 to 13 KB of
+# payload from one run to the next in one mode (TCP's batching of the
+# messages), which moved instructions per segment tenfold.
 # Mode "on" is clone_policy=detach on 6.1 (upstream on 6.12), mode "refuse"
 # is on with clone_policy=refuse (6.1, the default there; 6.12: "legacy",
 # the pre-6.8 refusal): the pair is what the default policy is chosen from.
@@ -35,7 +39,8 @@ one() { # one MODE LEN REP TAP
 	c0=$(ns TCPRcvCoalesce)
 	for x in $stallers; do eval "x0_$x=\$(ns $x)"; done
 	insnmark
-	iperf $secs -l "$2" >/dev/null || echo "BENCH-ERROR iperf3"
+	# "SENT RECEIVED" bytes
+	b=$(iperf $secs -l "$2") || { echo "BENCH-ERROR iperf3"; b="0 0"; }
 	insnmark
 	c1=$(ns TCPRcvCoalesce)
 	s1=$(tcp_insegs)
@@ -45,7 +50,10 @@ one() { # one MODE LEN REP TAP
 		eval "x1=\$(ns $x); x0=\$x0_$x"
 		echo "BENCH ${x}pm_$2 $1 $3 $(permille $((x1 - x0)) $((s1 - s0)))"
 	done
-	echo "PPCOAL-INSNWIN tcp$2-$1/$3 $((s1 - s0))"
+	b=${b#* }
+	echo "PPCOAL-INSNWIN tcp$2-$1/$3 $((b / $2))"
+	echo "BENCH segs_$2 $1 $3 $((s1 - s0))"
+	[ $((s1 - s0)) -gt 0 ] && echo "BENCH bpseg_$2 $1 $3 $((b / (s1 - s0)))"
 	snap /tmp/b
 	[ "$4" = 1 ] && tap_stop
 	mbps=$(iperf_mbps)

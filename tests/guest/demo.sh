@@ -31,10 +31,15 @@ win() {
 	echo "PPCOAL-INSNWIN $w_case-$w_mode/$w_rep $((w_b - w_a))"
 }
 fx_rx() { peer_rx ppf1; }
+# 256-byte messages the last iperf run received (0 before the window: the
+# run's report is removed first). Not TCP segments: a segment carries 1 to
+# 13 KB of them from one run to the next, which moves work per segment
+# tenfold (README Benchmarks, coalesce path).
+rx_msgs256() { w_bytes=$(iperf_bytes); echo $((${w_bytes#* } / 256)); }
 
 echo
 echo "== per run: what each path did (counters), off = stock, on = ppcoal;"
-echo "   packets: TCP segments received (both ends; virtio: by the receiving NIC) or UDP packets received;"
+echo "   packets: coalesce: 256-byte TCP messages received; virtio: frames the receiving NIC took; recycle: UDP packets received;"
 echo "   in off ppcoal is unhooked and counts nothing"
 printf '%-10s %-4s %3s %10s  %s\n' case mode run packets "counters"
 for r in 0 1 2; do
@@ -46,7 +51,8 @@ for r in 0 1 2; do
 		echo $m >$P/coalesce
 		tap_start
 		sleep 0.3
-		win coalesce $m $r tcp_insegs iperf 2 -l 256
+		rm -f /tmp/iperf.json
+		win coalesce $m $r rx_msgs256 iperf 2 -l 256
 		tap_stop
 		printf '%-10s %-4s %3s %10s  %s\n' coalesce $m $r $((w_b - w_a)) \
 			"coalesced per mille of calls: $(pm "$(sumd /tmp/a /tmp/b coalesce.copied coalesce.head_stolen coalesce.frags_moved)" "$(delta coalesce.calls /tmp/a /tmp/b)"), Mbit/s $(iperf_mbps)"
@@ -72,8 +78,8 @@ done
 
 echo
 echo "== ppcoal-ab: throughput, TCP over the fixture with the tap (A = off, B = on)"
-echo "   (with a packet tap TCP in this guest has runs of two to five times the work per"
-echo "   segment in every mode, off included: README Benchmarks, coalesce path)"
+echo "   (throughput in this guest swings between runs of one mode: a change whose"
+echo "   per-pair range crosses zero is marked inside the noise)"
 tap_start
 sleep 0.3
 ppcoal-ab -s "$FPEER" -l "256 1024" -n 3 -t 1 -w 1 --stat-netns peer

@@ -149,6 +149,13 @@ iperf() {
 		echo "iperf3 failed: $(grep -m1 '"error"' /tmp/iperf.json)" >&2
 		return 1
 	}
+	iperf_bytes
+}
+
+# iperf_bytes: "SENT RECEIVED" payload bytes of the last iperf run ("0 0"
+# when there is none)
+iperf_bytes() {
+	[ -f /tmp/iperf.json ] || { echo "0 0"; return 0; }
 	awk '/"sum_sent"/ { s = 1 } /"sum_received"/ { r = 1 }
 		/"bytes":/ { gsub(/[^0-9]/, "", $2)
 			if (s == 1) { sent = $2; s = 2 }
