@@ -19,8 +19,9 @@
 #   deb12-debug  deb12's own Debian source and config with the sanitizers
 #             (KASAN, KFENCE, lockdep, DEBUG_VM, DMA_API_DEBUG, fault
 #             injection), built here once and cached (see prepare_debug)
-#   deb13-debug  the same for deb13 (its source and config; compiled by the
-#             host's gcc 12, as are the modules for it)
+#   deb13-debug  the same for deb13 (its source and config; compiled by
+#             Debian 13's gcc 14 in deb13's trixie chroot, as are the
+#             modules for it)
 #
 # Environment:
 #   PPCOAL_CACHE      cache root (default /var/cache/ppcoal)
@@ -204,6 +205,7 @@ kernel_version() {
 # later calls, subshells and child scripts skip the apt lookup.
 kernel_pin() {
 	local v
+	! is_debug_id "$1" || kernel_pin "${PPCOAL_DEBUG_BASE[$1]}"
 	v=$(kernel_version "$1")
 	export "PPCOAL_KVER_${1//-/_}=$v"
 }
@@ -211,13 +213,46 @@ kernel_pin() {
 # kernel_abi VER -> 6.12.95+deb12 (release without the flavour)
 kernel_abi() { printf '%s\n' "${1%-amd64}"; }
 
-kernel_dir() { printf '%s/kernels/%s\n' "$PPCOAL_CACHE" "$(kernel_version "$1")"; }
+# A chroot-built debug kernel's tree lives inside its chroot (build_chroot):
+# removing that chroot removes the build too, and a new deb13 release
+# brings a new chroot and a new debug build. A stock kernel's image is
+# extracted before its chroot exists.
+kernel_dir() {
+	local ch=""
+	! is_debug_id "$1" || ch=$(build_chroot "$1")
+	printf '%s/kernels/%s\n' "${ch:-$PPCOAL_CACHE}" "$(kernel_version "$1")"
+}
 kernel_vmlinuz() { printf '%s/vmlinuz\n' "$(kernel_dir "$1")"; }
 # Root of the extracted image: ROOT/lib/modules/VER exists.
 kernel_modroot() { printf '%s/root\n' "$(kernel_dir "$1")"; }
 kernel_chroot() { printf '%s/chroot/trixie-%s\n' "$PPCOAL_CACHE" "$(kernel_version "$1")"; }
+# build_chroot ID: the chroot that compiles for ID (Debian 13's gcc 14), or
+# nothing for the host's compiler. deb13-debug uses deb13's.
+build_chroot() {
+	case "$1" in
+	deb13 | deb13-debug) kernel_chroot deb13 ;;
+	esac
+}
+# in_build_env ID CMD...: run CMD where ID's code is compiled (its chroot,
+# with a clean environment, or the host)
+in_build_env() {
+	local ch
+	ch=$(build_chroot "$1")
+	shift
+	if [ -n "$ch" ]; then
+		chroot "$ch" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"
+	else
+		"$@"
+	fi
+}
+# build_path ID PATH: a host PATH of ID's tree as its build environment sees it
+build_path() {
+	local ch
+	ch=$(build_chroot "$1")
+	printf '%s\n' "${2#"$ch"}"
+}
 
-# KDIR as seen by the build (inside the chroot for deb13).
+# KDIR as seen by the build (inside the chroot for deb13 and deb13-debug).
 kernel_kdir() {
 	local id=$1 v
 	v=$(kernel_version "$id")
@@ -225,7 +260,7 @@ kernel_kdir() {
 	deb12) printf '/usr/src/linux-headers-%s\n' "$v" ;;
 	deb12bpo | deb12cloud) printf '%s/hdr/usr/src/linux-headers-%s\n' "$(kernel_dir "$id")" "$v" ;;
 	deb13) printf '/usr/src/linux-headers-%s\n' "$v" ;;
-	*-debug) printf '%s/build\n' "$(kernel_dir "$id")" ;;
+	*-debug) build_path "$id" "$(kernel_dir "$id")/build" ;;
 	esac
 }
 
@@ -363,23 +398,36 @@ PPCOAL_CHROOT_EXTRA="perl"
 chroot_extra_pkgs() {
 	local ch=$1
 	[ "$(cat "$ch/.ppcoal-ready")" = "$PPCOAL_CHROOT_EXTRA" ] && return 0
-	log "adding to $ch: $PPCOAL_CHROOT_EXTRA"
-	printf 'deb %s trixie main\n' "$PPCOAL_MIRROR" >"$ch/etc/apt/sources.list"
 	# shellcheck disable=SC2086 # package list
-	chroot "$ch" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-		sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PPCOAL_CHROOT_EXTRA" >&2
-	rm -f "$ch/var/cache/apt/archives/"*.deb
+	chroot_apt_install "$ch" $PPCOAL_CHROOT_EXTRA
 	echo "$PPCOAL_CHROOT_EXTRA" >"$ch/.ppcoal-ready"
+}
+
+# chroot_apt_install CHROOT PKG...: install what the chroot lacks, through
+# its own apt (trixie, from this machine's mirror)
+chroot_apt_install() {
+	local ch=$1 p need=""
+	shift
+	for p; do
+		# shellcheck disable=SC2016 # dpkg-query's format
+		chroot "$ch" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+			need="$need $p"
+	done
+	[ -n "$need" ] || return 0
+	log "adding to $ch:$need"
+	printf 'deb %s trixie main\n' "$PPCOAL_MIRROR" >"$ch/etc/apt/sources.list"
+	chroot "$ch" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+		sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends$need" >&2
+	rm -f "$ch/var/cache/apt/archives/"*.deb
 }
 
 # ------------------------------------------------------------ debug kernels
 
 # A debug kernel ID -> the stock kernel whose Debian source and config it
 # rebuilds with the sanitizers (issue 13).
-# deb13-debug is compiled by the host's gcc 12 (Debian built deb13 with
-# gcc 14, which only the trixie chroot has): the source and config are
-# deb13's, the compiler-dependent options are what olddefconfig derives for
-# gcc 12, and ppcoal and the test modules build for it on the host.
+# deb13-debug is compiled as Debian compiled deb13, by gcc 14, in deb13's
+# trixie chroot (build_chroot), as are ppcoal and the test modules for it:
+# the compiler-dependent options olddefconfig derives are Debian's.
 declare -A PPCOAL_DEBUG_BASE=(
 	[deb12-debug]=deb12
 	[deb13-debug]=deb13
@@ -407,10 +455,23 @@ PPCOAL_DEBUG_MODULES="virtio virtio_ring virtio_pci virtio_pci_modern_dev
 # recycle=on without; Debian's stock build has __napi_poll itself. The
 # source is not changed, only how net/core/dev.c is compiled.
 PPCOAL_DEBUG_OBJ_CFLAGS="net/core dev.o -fno-ipa-cp"
-# What a cached debug kernel was built from: a change rebuilds it.
+# Build tools of a debug kernel, installed where it is compiled
+# (openssl: module signing keys lockdown forces; zstd: Debian 13 compresses
+# the kernel with it)
+PPCOAL_DEBUG_TOOLS="gcc make flex bison bc libssl-dev libelf-dev cpio kmod xz-utils perl openssl zstd"
+# What a cached debug kernel ID was built from: a change rebuilds it. (A
+# chroot-built kernel adds its compiler; the host's recipe is unchanged.)
 debug_recipe() {
-	printf '%s\n' "$PPCOAL_DEBUG_ENABLE" "$PPCOAL_DEBUG_DISABLE" \
-		"$PPCOAL_DEBUG_MODULES" "$PPCOAL_DEBUG_OBJ_CFLAGS" | md5sum | cut -d' ' -f1
+	local cc=""
+	if [ -n "$(build_chroot "$1")" ]; then
+		cc=$(in_build_env "$1" gcc --version | sed -n 1p) || cc=""
+		[ -n "$cc" ] || die "$1: no gcc in $(build_chroot "$1") (tests/vm/kernels.sh prepare $1 installs it)"
+	fi
+	{
+		printf '%s\n' "$PPCOAL_DEBUG_ENABLE" "$PPCOAL_DEBUG_DISABLE" \
+			"$PPCOAL_DEBUG_MODULES" "$PPCOAL_DEBUG_OBJ_CFLAGS"
+		[ -z "$cc" ] || printf '%s\n' "$cc"
+	} | md5sum | cut -d' ' -f1
 }
 
 # fetch_source SUITE FAMILY VERSION: Debian's linux-source-FAMILY deb of
@@ -436,12 +497,19 @@ prepare_debug() {
 	bv=$(kernel_version "$base")
 	kd=$(kernel_dir "$id")
 	if [ -f "$kd/.debug-ready" ]; then
-		[ "$(cat "$kd/.debug-recipe" 2>/dev/null)" = "$(debug_recipe)" ] && return 0
+		[ "$(cat "$kd/.debug-recipe" 2>/dev/null)" = "$(debug_recipe "$id")" ] && return 0
 		log "$id: cached build is of another recipe (tests/vm/kernels.sh PPCOAL_DEBUG_*): rebuilding"
 	fi
 	t0=$(date +%s)
 	prepare_image "$base"
-	host_apt_install gcc make flex bison bc libssl-dev libelf-dev cpio kmod xz-utils
+	if [ -n "$(build_chroot "$id")" ]; then
+		"prepare_kdir_$base"
+		# shellcheck disable=SC2086 # package list
+		chroot_apt_install "$(build_chroot "$id")" $PPCOAL_DEBUG_TOOLS
+	else
+		# shellcheck disable=SC2086 # package list
+		host_apt_install $PPCOAL_DEBUG_TOOLS
+	fi
 	srcver=$(dpkg-deb -f "$(fetch_deb "${PPCOAL_KSUITE[$base]}" "linux-image-$bv-unsigned")" Version)
 	fam=$(echo "$bv" | cut -d. -f1,2)
 	deb=$(fetch_source "${PPCOAL_KSUITE[$base]}" "$fam" "$srcver")
@@ -450,43 +518,44 @@ prepare_debug() {
 	# (it deletes a target it was building when interrupted)
 	# (a resumed build that fails starts once more from a fresh tree: a
 	# tree left broken, a file cut short by a full disk)
-	if [ "$(cat "$kd/.debug-partial" 2>/dev/null)" = "$(debug_partial_mark "$srcver")" ]; then
+	if [ "$(cat "$kd/.debug-partial" 2>/dev/null)" = "$(debug_partial_mark "$id" "$srcver")" ]; then
 		log "$id: resuming the interrupted build of $v in $kd"
-		if debug_make "$kd" "$v" "$srcver" "$jobs"; then
+		if debug_make "$id" "$v" "$srcver" "$jobs"; then
 			how="finished (resumed)"
 		else
 			log "$id: the resumed build failed: building from a fresh tree"
 			prepare_debug_tree "$id" "$deb" "$fam" "$srcver" "$bv"
-			debug_make "$kd" "$v" "$srcver" "$jobs"
+			debug_make "$id" "$v" "$srcver" "$jobs"
 		fi
 	else
 		prepare_debug_tree "$id" "$deb" "$fam" "$srcver" "$bv"
-		debug_make "$kd" "$v" "$srcver" "$jobs"
+		debug_make "$id" "$v" "$srcver" "$jobs"
 	fi
 	# out-of-tree builds read the release from here
 	echo "$v" >"$kd/build/include/config/kernel.release"
 	cp "$kd/build/arch/x86/boot/bzImage" "$kd/vmlinuz"
 	depmod -b "$kd/root" "$v"
-	debug_recipe >"$kd/.debug-recipe"
-	echo "$how in $(($(date +%s) - t0)) s with make -j$jobs on $(nproc) CPUs" >"$kd/.debug-ready"
+	debug_recipe "$id" >"$kd/.debug-recipe"
+	echo "$how in $(($(date +%s) - t0)) s with make -j$jobs on $(nproc) CPUs$(build_chroot "$id" | sed 's/./ in chroot &/')" >"$kd/.debug-ready"
 	rm -f "$kd/.debug-partial"
 	log "$id: $(cat "$kd/.debug-ready")"
 }
 
-# debug_partial_mark SOURCE_VERSION: what .debug-partial holds for a tree
-# configured by this recipe for that source version
+# debug_partial_mark ID SOURCE_VERSION: what .debug-partial holds for a
+# tree of ID configured by this recipe for that source version
 debug_partial_mark() {
-	echo "$(debug_recipe) $1"
+	echo "$(debug_recipe "$1") $2"
 }
 
-# debug_make KDIR VERSION SOURCE_VERSION JOBS: build and install the
-# configured tree in KDIR (make redoes only what is not finished)
+# debug_make ID VERSION SOURCE_VERSION JOBS: build and install ID's
+# configured tree where ID is compiled (make redoes only what is not finished)
 debug_make() {
-	local kd=$1 v=$2 srcver=$3 jobs=$4
-	make -C "$kd/src" O="$kd/build" -j"$jobs" KERNELRELEASE="$v" \
+	local id=$1 v=$2 srcver=$3 jobs=$4 kd
+	kd=$(build_path "$id" "$(kernel_dir "$id")")
+	in_build_env "$id" make -C "$kd/src" O="$kd/build" -j"$jobs" KERNELRELEASE="$v" \
 		KBUILD_BUILD_VERSION=1 KBUILD_BUILD_TIMESTAMP="Debian $srcver (ppcoal debug build)" \
 		bzImage modules >&2 &&
-		make -C "$kd/src" O="$kd/build" KERNELRELEASE="$v" INSTALL_MOD_PATH="$kd/root" \
+		in_build_env "$id" make -C "$kd/src" O="$kd/build" KERNELRELEASE="$v" INSTALL_MOD_PATH="$kd/root" \
 			INSTALL_MOD_STRIP=1 modules_install >&2
 }
 
@@ -494,9 +563,10 @@ debug_make() {
 # fresh source and configured build tree for prepare_debug; marks it
 # .debug-partial (recipe and source version) once configured.
 prepare_debug_tree() {
-	local id=$1 deb=$2 fam=$3 srcver=$4 bv=$5 base kd o dropped=""
+	local id=$1 deb=$2 fam=$3 srcver=$4 bv=$5 base kd bkd o dropped=""
 	base=${PPCOAL_DEBUG_BASE[$id]}
 	kd=$(kernel_dir "$id")
+	bkd=$(build_path "$id" "$kd")
 	log "$id: building $(kernel_version "$id") from linux-source-$fam $srcver with the config of $bv"
 	rm -rf "$kd"
 	mkdir -p "$kd/src" "$kd/build" "$kd/root"
@@ -511,18 +581,18 @@ prepare_debug_tree() {
 		for o in $PPCOAL_DEBUG_MODULES; do echo "$o 0 0"; done
 	} >"$kd/lsmod"
 	# new options take their defaults (yes dies of SIGPIPE when conf is done)
-	{ yes '' || true; } | make -C "$kd/src" O="$kd/build" LSMOD="$kd/lsmod" localmodconfig >&2
+	{ yes '' || true; } | in_build_env "$id" make -C "$bkd/src" O="$bkd/build" LSMOD="$bkd/lsmod" localmodconfig >&2
 	# shellcheck disable=SC2046,SC2086 # option lists
 	"$kd/src/scripts/config" --file "$kd/build/.config" \
 		$(printf -- '--enable %s ' $PPCOAL_DEBUG_ENABLE) \
 		$(printf -- '--disable %s ' $PPCOAL_DEBUG_DISABLE) \
 		--set-str SYSTEM_TRUSTED_KEYS "" --set-str SYSTEM_REVOCATION_KEYS ""
-	make -C "$kd/src" O="$kd/build" olddefconfig >&2
+	in_build_env "$id" make -C "$bkd/src" O="$bkd/build" olddefconfig >&2
 	for o in $PPCOAL_DEBUG_ENABLE; do
 		grep -qx "CONFIG_$o=y" "$kd/build/.config" || dropped="$dropped $o"
 	done
 	[ -z "$dropped" ] || die "$id: Kconfig dropped:$dropped (see $kd/build/.config)"
-	debug_partial_mark "$srcver" >"$kd/.debug-partial"
+	debug_partial_mark "$id" "$srcver" >"$kd/.debug-partial"
 }
 
 kernel_prepare() {
@@ -566,13 +636,12 @@ build_modules() {
 	mkdir -p "$out"
 	out=$(cd "$out" && pwd)
 	rm -f "$out"/*.ko
-	if [ "$id" = deb13 ]; then
-		ch=$(kernel_chroot "$id")
-		bdir=$ch/src/ppcoal
+	ch=$(build_chroot "$id")
+	if [ -n "$ch" ]; then
+		bdir=$ch/src/ppcoal-$id
 		copy_src "$src" "$bdir"
 		log "building $src for $id ($v) in chroot $ch"
-		chroot "$ch" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-			make -C /src/ppcoal KDIR="$kdir" W=1 -j"$(nproc)" || rc=$?
+		in_build_env "$id" make -C "/src/ppcoal-$id" KDIR="$kdir" W=1 -j"$(nproc)" || rc=$?
 	else
 		bdir=${PPCOAL_BUILD_DIR:-$PPCOAL_CACHE/build}/$id
 		copy_src "$src" "$bdir"
@@ -594,7 +663,7 @@ dkms_build() {
 	local id=$1 out=$2 src v name ver dst kdir tree f rc=0
 	src=${PPCOAL_SRC:-$PPCOAL_REPO}
 	[ -f "$src/dkms.conf" ] || { log "no dkms.conf in $src"; return 1; }
-	[ "$id" != deb13 ] || { log "dkms_build: $id is built in a chroot, not supported"; return 1; }
+	[ -z "$(build_chroot "$id")" ] || { log "dkms_build: $id is built in a chroot, not supported"; return 1; }
 	host_apt_install dkms
 	v=$(kernel_version "$id")
 	kdir=$(kernel_kdir "$id")
