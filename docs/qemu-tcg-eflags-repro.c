@@ -14,12 +14,12 @@
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <ucontext.h>
 
 static sigjmp_buf jb;
-static volatile uint64_t efl;
+/* a global: read again after sigsetjmp() returns the second time */
+static unsigned long long efl;
 
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
@@ -53,10 +53,12 @@ int main(void)
 		if (!sigsetjmp(jb, 1)) {
 			switch (i) {
 			case 0:
-				asm volatile(SETUP "seto (%%rbx)" : : "b"(0) : "rax", "memory", "cc");
+				asm volatile(SETUP "seto (%%rbx)"
+					     : : "b"(0) : "rax", "memory", "cc");
 				break;
 			case 1:
-				asm volatile(SETUP "rcll $1, (%%rbx)" : : "b"(0) : "rax", "memory", "cc");
+				asm volatile(SETUP "rcll $1, (%%rbx)"
+					     : : "b"(0) : "rax", "memory", "cc");
 				break;
 			case 2:
 				asm volatile(SETUP "rol %%cl, %%edx\n\tseto (%%rbx)"
@@ -67,11 +69,12 @@ int main(void)
 					     : : "b"(0), "d"(1) : "rax", "memory", "cc");
 				break;
 			default:
-				asm volatile(SETUP "movb $1, (%%rbx)" : : "b"(0) : "rax", "memory", "cc");
+				asm volatile(SETUP "movb $1, (%%rbx)"
+					     : : "b"(0) : "rax", "memory", "cc");
 			}
 		}
 		printf("%-30s EFLAGS %03llx\n", name[i],
-		       (unsigned long long)(efl & ~0x10000ULL));
+		       efl & ~0x10000ULL);
 	}
 	return 0;
 }
