@@ -491,8 +491,9 @@ fetch_source() {
 # version as the stock kernel's, so ppcoal's verified-version check (which
 # reads it) treats the two alike: they are built from the same source.
 prepare_debug() {
-	local id=$1 base v bv kd deb srcver fam t0 how=built jobs=${PPCOAL_DEBUG_JOBS:-$(nproc)}
+	local id=$1 base v bv kd ch deb srcver fam t0 how=built jobs=${PPCOAL_DEBUG_JOBS:-$(nproc)}
 	base=${PPCOAL_DEBUG_BASE[$id]}
+	ch=$(build_chroot "$id")
 	v=$(kernel_version "$id")
 	bv=$(kernel_version "$base")
 	kd=$(kernel_dir "$id")
@@ -502,10 +503,10 @@ prepare_debug() {
 	fi
 	t0=$(date +%s)
 	prepare_image "$base"
-	if [ -n "$(build_chroot "$id")" ]; then
+	if [ -n "$ch" ]; then
 		"prepare_kdir_$base"
 		# shellcheck disable=SC2086 # package list
-		chroot_apt_install "$(build_chroot "$id")" $PPCOAL_DEBUG_TOOLS
+		chroot_apt_install "$ch" $PPCOAL_DEBUG_TOOLS
 	else
 		# shellcheck disable=SC2086 # package list
 		host_apt_install $PPCOAL_DEBUG_TOOLS
@@ -536,7 +537,7 @@ prepare_debug() {
 	cp "$kd/build/arch/x86/boot/bzImage" "$kd/vmlinuz"
 	depmod -b "$kd/root" "$v"
 	debug_recipe "$id" >"$kd/.debug-recipe"
-	echo "$how in $(($(date +%s) - t0)) s with make -j$jobs on $(nproc) CPUs$(build_chroot "$id" | sed 's/./ in chroot &/')" >"$kd/.debug-ready"
+	echo "$how in $(($(date +%s) - t0)) s with make -j$jobs on $(nproc) CPUs${ch:+ in chroot $ch}" >"$kd/.debug-ready"
 	rm -f "$kd/.debug-partial"
 	log "$id: $(cat "$kd/.debug-ready")"
 }
