@@ -15,6 +15,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/hardirq.h>
+#include <linux/minmax.h>
 #include <linux/skbuff.h>
 
 #include "ppcoal.h"
@@ -37,10 +38,16 @@ static const struct {
 };
 
 #define PPC_NR_CALLERS ARRAY_SIZE(ppc_virtio_callers)
+/*
+ * The last range spans the callers' ranges, from the lowest start to the
+ * highest end: one compare tells build_skb's other callers (every driver
+ * and protocol that builds skbs) from virtio_net's, where five would.
+ */
+#define PPC_ENVELOPE PPC_NR_CALLERS
 
 static struct {
 	unsigned long start, end;
-} ppc_range[PPC_NR_CALLERS];
+} ppc_range[PPC_NR_CALLERS + 1];
 
 /* Per CPU: a page_to_skb call whose branch is not known yet. */
 static DEFINE_PER_CPU(bool, ppc_ptskb_open);
@@ -54,6 +61,8 @@ static __always_inline bool ppc_from_rx_path(unsigned long ip)
 {
 	unsigned int i;
 
+	if (!ppc_in(PPC_ENVELOPE, ip))
+		return false;
 	for (i = 0; i < PPC_NR_CALLERS; i++)
 		if (ppc_in(i, ip))
 			return true;
@@ -69,7 +78,7 @@ static __always_inline bool ppc_from_rx_path(unsigned long ip)
  */
 int ppc_virtio_resolve(void)
 {
-	unsigned long addr, size;
+	unsigned long addr, size, lo = ULONG_MAX, hi = 0;
 	unsigned int i;
 	int ret;
 
@@ -88,7 +97,14 @@ int ppc_virtio_resolve(void)
 		}
 		WRITE_ONCE(ppc_range[i].start, addr);
 		WRITE_ONCE(ppc_range[i].end, addr + size);
+		if (size) {
+			lo = min(lo, addr);
+			hi = max(hi, addr + size);
+		}
 	}
+	/* page_to_skb is required: lo < hi */
+	WRITE_ONCE(ppc_range[PPC_ENVELOPE].start, lo);
+	WRITE_ONCE(ppc_range[PPC_ENVELOPE].end, hi);
 	return 0;
 }
 
@@ -101,7 +117,7 @@ void ppc_virtio_forget(void)
 {
 	unsigned int i;
 
-	for (i = 0; i < PPC_NR_CALLERS; i++) {
+	for (i = 0; i < ARRAY_SIZE(ppc_range); i++) {
 		WRITE_ONCE(ppc_range[i].start, 0);
 		WRITE_ONCE(ppc_range[i].end, 0);
 	}

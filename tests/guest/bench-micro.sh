@@ -11,6 +11,7 @@
 #   call_coalesce_ns  off|observe|on     skb_try_coalesce, refused at once
 #   call_recycle_ns   off|observe|on     page_pool_return_skb_page / napi_pp_put_page
 #   call_build_skb_ns off|observe|on     build_skb outside virtio_net
+#   call_rx_frag_ns   off|observe|on     napi_alloc_skb + skb_add_rx_frag outside virtio_net
 #   recycle_ns        ring|direct        page-pool free + allocation
 #   build_ns          build_skb|napi_build_skb
 #   coalesce_ns       refused|ok         queue vs coalesce a page-pool skb
@@ -62,7 +63,8 @@ pair() {
 	fi
 }
 # call PATH OP COUNTER REP: OP under each mode of PATH; in observe and on
-# the path's COUNTER must have seen every call
+# the path's COUNTER must have seen every call ("-": OP meets hooks that
+# count nothing for it)
 call() {
 	for call_m in $(mode_order "$4"); do
 		echo "$call_m" >"$P/$1" || { echo "BENCH-ERROR cannot set $1=$call_m"; continue; }
@@ -74,8 +76,8 @@ call() {
 		snap /tmp/a
 		one "${2}_ns" "$call_m" "$4" "$2"
 		snap /tmp/b
-		call_d=$(delta "$3" /tmp/a /tmp/b)
-		[ "$call_m" = off ] || [ "$call_d" -ge "$n" ] ||
+		[ "$3" = - ] || call_d=$(delta "$3" /tmp/a /tmp/b)
+		[ "$call_m" = off ] || [ "$3" = - ] || [ "$call_d" -ge "$n" ] ||
 			echo "BENCH-ERROR $2 under $1=$call_m: $3 moved by $call_d, not $n"
 	done
 	echo off >"$P/$1"
@@ -107,7 +109,7 @@ poll() {
 }
 
 # Warm-up, untimed: caches, slabs and the pool's pages settle.
-for op in call_coalesce call_recycle call_build_skb recycle_ring recycle_direct \
+for op in call_coalesce call_recycle call_build_skb call_rx_frag recycle_ring recycle_direct \
 	build_skb napi_build_skb coalesce_ok coalesce_refused poll_empty poll_recycle; do
 	mb $op 10000 >/dev/null || echo "BENCH-ERROR warm-up $op failed"
 done
@@ -116,6 +118,7 @@ while [ $r -lt "$reps" ]; do
 	! want call_coalesce_ns || call coalesce call_coalesce coalesce.calls $r
 	! want call_recycle_ns || call recycle call_recycle recycle.calls $r
 	! want call_build_skb_ns || call virtio call_build_skb virtio.other_build_skb $r
+	! want call_rx_frag_ns || call virtio call_rx_frag - $r
 	! want recycle_ns || pair recycle_ns $r ring recycle_ring direct recycle_direct
 	! want build_ns || pair build_ns $r build_skb build_skb napi_build_skb napi_build_skb
 	! want coalesce_ns || pair coalesce_ns $r refused coalesce_refused ok coalesce_ok

@@ -413,10 +413,14 @@ xfer_tapped() {
 }
 # bench_init DEFAULT_REPS: how a benchmark starts: $reps from ppcoal.reps=
 # on the kernel command line (else DEFAULT_REPS), ppcoal loaded with every
-# path off; ends the script (BENCH-ERROR, BENCH-DONE) if it cannot load
+# path off, entering its replacements through direct calls with
+# ppcoal.direct=1; ends the script (BENCH-ERROR, BENCH-DONE) if it cannot
+# load or enters them the other way
 bench_init() {
 	reps=$(sed -n 's/.*ppcoal\.reps=\([0-9]*\).*/\1/p' /proc/cmdline)
 	reps=${reps:-$1}
-	insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off ||
+	ppcoal_load coalesce=off recycle=off virtio=off ||
 		{ echo "BENCH-ERROR insmod ppcoal"; echo BENCH-DONE; exit 0; }
+	[ "$(val hook_calls)" = "$(hook_calls_want)" ] ||
+		{ echo "BENCH-ERROR hook_calls $(val hook_calls), not $(hook_calls_want)"; echo BENCH-DONE; exit 0; }
 }

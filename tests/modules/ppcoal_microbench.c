@@ -42,6 +42,13 @@
  *   napi_consume_skb(). A caller outside virtio_net: ppcoal's virtio path
  *   only counts it and passes it through, so virtio=off, observe and on
  *   differ by the cost of the build_skb hook on every other caller.
+ * call_rx_frag: a driver's receive outside virtio_net that copies the
+ *   headers and hands the rest on as a frag: napi_alloc_skb() of 256
+ *   bytes, skb_add_rx_frag() of a page the run holds (one reference more
+ *   per skb), napi_consume_skb(). Two of the functions whose calls from
+ *   page_to_skb ppcoal's virtio path counts (ppcoal_virtio_hook.c): it
+ *   counts nothing here, so virtio=off, observe and on differ by the cost
+ *   of those two counting hooks on every other caller.
  * recycle_ring / recycle_direct: page_pool_alloc_pages() then
  *   page_pool_put_full_page(pool, page, false or true): the operation
  *   direct recycling saves, with no ppcoal function involved. The ring arm
@@ -156,6 +163,8 @@ struct ppmb_run {
 	struct sk_buff_head q;
 	unsigned int batch;
 	unsigned long refused;
+	/* call_rx_frag: the page every skb's frag refers to */
+	struct page *page;
 	/* poll_*: polls run; chunks not timed (see ppmb_poll_loop()) */
 	u32 polls;
 	bool poll_page;
@@ -243,6 +252,36 @@ static void ppmb_call_recycle_loop(struct ppmb_run *r, u32 n)
 			return;
 		}
 	}
+}
+
+static int ppmb_call_rx_frag_setup(struct ppmb_run *r)
+{
+	r->page = alloc_page(GFP_KERNEL);
+	return r->page ? 0 : -ENOMEM;
+}
+
+static void ppmb_call_rx_frag_loop(struct ppmb_run *r, u32 n)
+{
+	struct sk_buff *skb;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		skb = napi_alloc_skb(&ppmb_napi, PPMB_PAYLOAD);
+		if (unlikely(!skb)) {
+			r->err = -ENOMEM;
+			return;
+		}
+		/* the skb's frag owns this reference: its free puts it */
+		get_page(r->page);
+		skb_add_rx_frag(skb, 0, r->page, 0, PPMB_PAYLOAD, PAGE_SIZE);
+		napi_consume_skb(skb, PPMB_BUDGET);
+	}
+}
+
+static void ppmb_call_rx_frag_teardown(struct ppmb_run *r)
+{
+	if (r->page)
+		put_page(r->page);
 }
 
 static __always_inline void ppmb_recycle(struct ppmb_run *r, u32 n,
@@ -479,6 +518,9 @@ static const struct ppmb_op ppmb_ops[] = {
 	  .loop = ppmb_call_recycle_loop },
 	{ .name = "call_build_skb", .bh = true,
 	  .loop = ppmb_build_skb_loop },
+	{ .name = "call_rx_frag", .bh = true,
+	  .setup = ppmb_call_rx_frag_setup, .loop = ppmb_call_rx_frag_loop,
+	  .teardown = ppmb_call_rx_frag_teardown },
 	{ .name = "recycle_ring", .bh = true, .pool = true,
 	  .loop = ppmb_recycle_ring_loop },
 	{ .name = "recycle_direct", .bh = true, .pool = true,

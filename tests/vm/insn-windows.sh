@@ -12,8 +12,12 @@
 #   PPCOAL-INSNCHECK NAME range GROUP insns|locked LO HI
 #   PPCOAL-INSNCHECK NAME less GROUP_A GROUP_B insns|locked MARGIN
 #                    (median A <= median B - MARGIN)
+#   PPCOAL-INSNCHECK NAME most GROUP_A GROUP_B insns|locked BOUND
+#                    (median A - median B <= BOUND: A costs at most BOUND more)
 #   PPCOAL-INSNCHECK NAME spread GROUP insns|locked PERCENT
 #                    ((max - min) / median <= PERCENT %)
+#   PPCOAL-INSNCHECK NAME agree GROUP insns|locked PERCENT
+#                    (a majority of the windows within PERCENT % of the median)
 # Prints "PASS PREFIX:NAME" / "FAIL PREFIX:NAME: reason" lines, PREFIX:insn-marks
 # (every window has its two marks), and writes per group "GROUP insns median
 # (min-max) locked median (min-max) n" to SUMMARY (default: stdout only as
@@ -65,8 +69,9 @@ function sortv(a, n,    i, j, t) {
 	for (i = 2; i <= n; i++)
 		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 }
-# stat GROUP WHAT: median, min and max of the group in M, MN, MX; count in N
-function stat(g, w,    i, v, n) {
+# stat GROUP WHAT [PCT]: median, min and max of the group in M, MN, MX;
+# count in N; with PCT, the windows within PCT % of the median in NA
+function stat(g, w, pct,    i, v, n) {
 	n = 0
 	for (i = 0; i < nwin; i++)
 		if (grp[i] == g) v[++n] = (w == "insns" ? pi[i] : pl[i])
@@ -75,6 +80,9 @@ function stat(g, w,    i, v, n) {
 	sortv(v, n)
 	M = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 	MN = v[1]; MX = v[n]
+	NA = 0
+	for (i = 1; i <= n; i++)
+		if ((v[i] - M) * 100 <= pct * M && (M - v[i]) * 100 <= pct * M) NA++
 	return 1
 }
 function result(name, ok, why) {
@@ -123,6 +131,16 @@ END {
 			if (!stat(c[4], c[5])) { result(name, 0, "no window of " c[4]); continue }
 			result(name, a <= M - c[6],
 			       sprintf("%s %s %.3f (%.3f-%.3f) not %s below %s %.3f (%.3f-%.3f)", c[3], c[5], a, amn, amx, c[6], c[4], M, MN, MX))
+		} else if (kind == "most" && n == 6) {
+			if (!stat(c[3], c[5])) { result(name, 0, "no window of " c[3]); continue }
+			a = M; amn = MN; amx = MX
+			if (!stat(c[4], c[5])) { result(name, 0, "no window of " c[4]); continue }
+			result(name, a - M <= c[6] + 0,
+			       sprintf("%s %s %.3f (%.3f-%.3f) is %.3f above %s %.3f (%.3f-%.3f), more than %s", c[3], c[5], a, amn, amx, a - M, c[4], M, MN, MX, c[6]))
+		} else if (kind == "agree" && n == 5) {
+			if (!stat(c[3], c[4], c[5])) { result(name, 0, "no window of " c[3]); continue }
+			result(name, M > 0 && NA * 2 > N,
+			       sprintf("%s %s: %d of %d windows within %s%% of the median %.3f (%.3f-%.3f)", c[3], c[4], NA, N, c[5], M, MN, MX))
 		} else if (kind == "spread" && n == 5) {
 			if (!stat(c[3], c[4])) { result(name, 0, "no window of " c[3]); continue }
 			result(name, M > 0 && (MX - MN) * 100 <= c[5] * M,
