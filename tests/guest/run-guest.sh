@@ -2012,14 +2012,21 @@ fi
 # there). A direct put skips the pool ring's producer lock: "on" must not
 # execute more locked instructions per packet than "off" (measured 0.2 to
 # 1.3 fewer on 6.1, where the saving varies between boots, about 1 fewer
-# on 6.12: a margin would flake); each mode's instruction count
-# must repeat within 2%, the premise of measuring in instructions.
+# on 6.12: a margin would flake); most of each mode's windows must repeat
+# within 2% of its median, the premise of measuring in instructions.
+# Five repetitions, medians and a majority, not three and the whole range:
+# on 6.1.0-57 a phase of 1 to 3 consecutive windows, in 3 of 10 boots,
+# executed about 285 instructions and exactly 3 locked instructions more
+# per packet (11516 against 11229; 27.63 against 24.61), with the flood
+# pinned to one CPU too (6.12.117: one boot of 5, about 150 and 1.5 more);
+# its cause is not known. It lifted two of three "on" windows once, which
+# made "on" look 2 locked instructions dearer than "off".
 if want insn-recycle; then
 	begin insn-recycle
 	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
 	fixture_up frag_pool=0 linear=0 irq_usecs=0 || bad "fixture_up"
 	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
-	for r in 0 1 2; do
+	for r in 0 1 2 3 4; do
 		for m in $(mode_order $r); do
 			echo $m >$P/recycle || bad "recycle=$m"
 			drop_flood 2
@@ -2036,7 +2043,7 @@ if want insn-recycle; then
 	done
 	insn_check insn-recycle-locked less drop-on drop-off locked 0
 	for m in off observe on; do
-		insn_check insn-recycle-spread-$m spread drop-$m insns 2
+		insn_check insn-recycle-spread-$m agree drop-$m insns 2
 	done
 	fixture_down || bad "pools did not drain"
 	ppcoal_unload
