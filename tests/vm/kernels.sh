@@ -743,6 +743,8 @@ insn_plugin_build() {
 # ftrace has patched (README), so the boots that patch text on parallel
 # vCPUs use this one. Writes a wrapper that runs it with its own loader,
 # libraries, modules and firmware; prints the wrapper's path.
+# The module directory Debian's QEMU builds look in (CONFIG_QEMU_MODDIR)
+HOST_QEMU_MODDIR=/usr/lib/x86_64-linux-gnu/qemu
 qemu_newer() {
 	local ver dir r lib d
 	papt_ensure_lists trixie >&2 ||
@@ -765,18 +767,32 @@ qemu_newer() {
 		touch "$dir/.ready"
 	fi
 	# /proc/self/exe is the loader, so QEMU's own paths are given: its
-	# modules, and its firmware (-L: QEMU's data, then SeaBIOS)
+	# modules, and its firmware (-L: QEMU's data, then SeaBIOS). QEMU also
+	# looks for modules in the directory it was built for, where the host's
+	# QEMU 7.2 keeps its own: QEMU 10.0.13 loaded the host's ui-opengl.so
+	# and audio-pa.so (not in trixie's qemu-system-x86) and aborted ("Only
+	# modules from the same build can be loaded", exit 134, every mttcg
+	# boot of a CI on a fresh machine). In a mount namespace of its own,
+	# trixie's module directory covers that one.
 	cat >"$dir/qemu-system-x86_64.tmp" <<-WRAP
 		#!/bin/sh
 		export QEMU_MODULE_DIR='$lib/qemu'
-		exec '$lib/ld-linux-x86-64.so.2' --library-path '$lib' --argv0 qemu-system-x86_64 \\
+		set -- '$lib/ld-linux-x86-64.so.2' --library-path '$lib' --argv0 qemu-system-x86_64 \\
 			'$r/usr/bin/qemu-system-x86_64' -L '$r/usr/share/qemu' -L '$r/usr/share/seabios' "\$@"
+		[ -d '$HOST_QEMU_MODDIR' ] || exec "\$@"
+		exec unshare -m -- sh -c 'mount --bind "\$0" "$HOST_QEMU_MODDIR" && exec "\$@"' '$lib/qemu' "\$@"
 	WRAP
 	chmod +x "$dir/qemu-system-x86_64.tmp"
 	mv "$dir/qemu-system-x86_64.tmp" "$dir/qemu-system-x86_64"
 	"$dir/qemu-system-x86_64" --version >"$dir/version" 2>&1 || true
 	grep -F "(Debian $ver)" "$dir/version" >/dev/null ||
 		die "trixie's QEMU does not run: $(head -n 1 "$dir/version")"
+	# a machine it starts (paused) must still run after 3 s: modules are
+	# loaded at start, --version loads none
+	r=0
+	timeout 3 "$dir/qemu-system-x86_64" -accel tcg,thread=multi -smp 2 -m 128 -nographic \
+		-monitor none -serial none -S >"$dir/start" 2>&1 </dev/null || r=$?
+	[ "$r" = 124 ] || die "trixie's QEMU does not start a machine (exit $r): $(head -n 2 "$dir/start" | tr '\n' ' ')"
 	echo "$dir/qemu-system-x86_64"
 }
 
