@@ -125,18 +125,17 @@ END {
 			if (!stat(c[3], c[4])) { result(name, 0, "no window of " c[3]); continue }
 			result(name, M >= c[5] + 0 && M <= c[6] + 0,
 			       sprintf("%s %s per unit %.3f (%.3f-%.3f) outside [%s, %s]", c[3], c[4], M, MN, MX, c[5], c[6]))
-		} else if (kind == "less" && n == 6) {
+		} else if ((kind == "less" || kind == "most") && n == 6) {
+			# both compare the medians of two groups: A (a) and B (M)
 			if (!stat(c[3], c[5])) { result(name, 0, "no window of " c[3]); continue }
 			a = M; amn = MN; amx = MX
 			if (!stat(c[4], c[5])) { result(name, 0, "no window of " c[4]); continue }
-			result(name, a <= M - c[6],
-			       sprintf("%s %s %.3f (%.3f-%.3f) not %s below %s %.3f (%.3f-%.3f)", c[3], c[5], a, amn, amx, c[6], c[4], M, MN, MX))
-		} else if (kind == "most" && n == 6) {
-			if (!stat(c[3], c[5])) { result(name, 0, "no window of " c[3]); continue }
-			a = M; amn = MN; amx = MX
-			if (!stat(c[4], c[5])) { result(name, 0, "no window of " c[4]); continue }
-			result(name, a - M <= c[6] + 0,
-			       sprintf("%s %s %.3f (%.3f-%.3f) is %.3f above %s %.3f (%.3f-%.3f), more than %s", c[3], c[5], a, amn, amx, a - M, c[4], M, MN, MX, c[6]))
+			if (kind == "less")
+				result(name, a <= M - c[6],
+				       sprintf("%s %s %.3f (%.3f-%.3f) not %s below %s %.3f (%.3f-%.3f)", c[3], c[5], a, amn, amx, c[6], c[4], M, MN, MX))
+			else
+				result(name, a - M <= c[6] + 0,
+				       sprintf("%s %s %.3f (%.3f-%.3f) is %.3f above %s %.3f (%.3f-%.3f), more than %s", c[3], c[5], a, amn, amx, a - M, c[4], M, MN, MX, c[6]))
 		} else if (kind == "agree" && n == 5) {
 			if (!stat(c[3], c[4], c[5])) { result(name, 0, "no window of " c[3]); continue }
 			result(name, M > 0 && NA * 2 > N,
