@@ -68,6 +68,7 @@ enum ppc_hook_id {
 enum ppc_arm {
 	PPC_ARM_PATH,		/* while its path is observe or on */
 	PPC_ARM_ON,		/* while its path is on */
+	PPC_ARM_OBSERVE,	/* while its path is observe: "on" retires it */
 	PPC_ARM_LEARN,		/* on demand, while pool owners are learned */
 };
 
@@ -126,6 +127,7 @@ int ppc_path_attach(enum ppc_path path, bool coming);
 int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live);
 bool ppc_path_armed(enum ppc_path path, enum ppc_arm arm);
 int ppc_path_set_on(enum ppc_path path, bool on);
+int ppc_path_observe_arm(enum ppc_path path, enum ppc_mode mode);
 int ppc_path_detach(enum ppc_path path);
 bool ppc_path_attached(enum ppc_path path);
 const char *ppc_path_state(enum ppc_path path, char *buf, size_t len);

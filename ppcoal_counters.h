@@ -92,9 +92,9 @@ PPC_COUNTER(VI_PTSKB_CALLS, virtio, page_to_skb_calls,
 PPC_COUNTER(VI_PTSKB_BUILD, virtio, page_to_skb_build,
 	    "page_to_skb built the skb in place around the buffer")
 PPC_COUNTER(VI_PTSKB_ALLOC, virtio, page_to_skb_copy,
-	    "page_to_skb allocated a small skb and copied the headers")
+	    "observe: page_to_skb allocated a small skb and copied the headers")
 PPC_COUNTER(VI_PTSKB_FRAGS, virtio, page_to_skb_frags,
-	    "of page_to_skb_copy: the payload stayed in page frags")
+	    "observe: of page_to_skb_copy, the payload stayed in page frags")
 PPC_COUNTER(VI_RX_BUILD_SKB, virtio, rx_build_skb,
 	    "build_skb calls from the virtio_net receive path")
 PPC_COUNTER(VI_SUBST, virtio, napi_build_skb,

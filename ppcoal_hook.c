@@ -642,13 +642,15 @@ int ppc_path_attach(enum ppc_path path, bool coming)
 		return -EPERM;
 	st->reason[0] = '\0';
 	st->waiting = false;
-	for (h = ppc_next_armed(path, PPC_ARM_PATH, NULL); h;
-	     h = ppc_next_armed(path, PPC_ARM_PATH, h)) {
+	/* a hook of any arm: maybe live, maybe not: never reported attached */
+	for (h = ppc_next_hook(path, NULL); h; h = ppc_next_hook(path, h)) {
 		if (h->stuck) {
-			/* maybe live, maybe not: never reported attached */
 			ret = -ENODEV;
 			goto fail;
 		}
+	}
+	for (h = ppc_next_armed(path, PPC_ARM_PATH, NULL); h;
+	     h = ppc_next_armed(path, PPC_ARM_PATH, h)) {
 		if (h->attached || h->tp_reg)
 			continue;
 		ret = ppc_resolve_symbol(h->module, h->symbol, &h->addr, NULL);
@@ -766,21 +768,9 @@ bool ppc_path_armed(enum ppc_path path, enum ppc_arm arm)
 	return true;
 }
 
-/**
- * ppc_path_arm() - attach or remove the hooks of one arm of a path
- * @path: the path
- * @arm: PPC_ARM_ON or PPC_ARM_LEARN
- * @live: attach (true) or remove (false)
- *
- * Called with ppc_lock held. Hooks go live in table order and are removed
- * in reverse. Attaching is all or nothing, except that alternatives (alt)
- * the kernel lacks are skipped; one of them must attach. A failure is
- * said in dmesg.
- *
- * Return: 0, or the negative errno of the hook that failed (-ENOENT when
- * no alternative exists).
- */
-int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
+/* ppc_path_arm(), and the hook that failed to attach in *@failed (if any) */
+static int ppc_arm_hooks(enum ppc_path path, enum ppc_arm arm, bool live,
+			 struct ppc_hook **failed)
 {
 	struct ppc_hook *h;
 	int ret = 0, err, alts = 0, alts_live = 0;
@@ -799,8 +789,8 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 			continue;
 		}
 		if (!h->tp_reg) {
-			ret = ppc_resolve_symbol(NULL, h->symbol, &h->addr,
-						 NULL);
+			ret = ppc_resolve_symbol(h->module, h->symbol,
+						 &h->addr, NULL);
 			if (ret == -ENOENT && h->alt) {
 				ret = 0;
 				continue;
@@ -820,6 +810,8 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 	if (ret)
 		pr_err("%s: cannot hook %s (%d)\n", ppc_path_name(path),
 		       h ? h->symbol : "any of the alternative functions", ret);
+	if (ret && failed)
+		*failed = h;
 	if (live && !ret)
 		return 0;
 	for (h = ppc_prev_hook(path, NULL); h; h = ppc_prev_hook(path, h)) {
@@ -830,6 +822,25 @@ int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
 			ret = err;
 	}
 	return ret;
+}
+
+/**
+ * ppc_path_arm() - attach or remove the hooks of one arm of a path
+ * @path: the path
+ * @arm: PPC_ARM_ON, PPC_ARM_OBSERVE or PPC_ARM_LEARN
+ * @live: attach (true) or remove (false)
+ *
+ * Called with ppc_lock held. Hooks go live in table order and are removed
+ * in reverse. Attaching is all or nothing, except that alternatives (alt)
+ * the kernel lacks are skipped; one of them must attach. A failure is
+ * said in dmesg.
+ *
+ * Return: 0, or the negative errno of the hook that failed (-ENOENT when
+ * no alternative exists).
+ */
+int ppc_path_arm(enum ppc_path path, enum ppc_arm arm, bool live)
+{
+	return ppc_arm_hooks(path, arm, live, NULL);
 }
 
 /**
@@ -849,6 +860,43 @@ int ppc_path_set_on(enum ppc_path path, bool on)
 	if (on && ppc_dying)
 		return -ESHUTDOWN;
 	return ppc_path_ops[path].set_on ? ppc_path_ops[path].set_on(on) : 0;
+}
+
+/**
+ * ppc_path_observe_arm() - match a path's observe-only hooks to a mode
+ * @path: the path
+ * @mode: the mode it is entering or in
+ *
+ * Called with ppc_lock held, after the path's other hooks attached (or
+ * were found waiting). Hooks of the OBSERVE arm only count what the stock
+ * function does, so "on" and a waiting path do without them. If one cannot
+ * be attached or removed, the whole path is removed and the reason kept.
+ *
+ * Return: 0, or the negative errno of the hook that failed.
+ */
+int ppc_path_observe_arm(enum ppc_path path, enum ppc_mode mode)
+{
+	bool live = mode == PPC_MODE_OBSERVE && ppc_path_attached(path);
+	struct ppc_hook *failed = NULL;
+	int ret;
+
+	lockdep_assert_held(&ppc_lock);
+	ret = ppc_arm_hooks(path, PPC_ARM_OBSERVE, live, &failed);
+	if (!ret)
+		return 0;
+	/*
+	 * Not attached, or not removed (then detach keeps the hook pinned
+	 * and gives the reason): either way the path goes off.
+	 */
+	if (!ppc_path_detach(path) && failed)
+		ppc_set_reason(path, failed, ret);
+	else if (!ppc_status[path].reason[0])
+		snprintf(ppc_status[path].reason,
+			 sizeof(ppc_status[path].reason),
+			 "a hook of observe failed (%d)", ret);
+	pr_warn("%s: unavailable: %s; this path stays off, the others keep working\n",
+		ppc_path_name(path), ppc_status[path].reason);
+	return ret;
 }
 
 /**
@@ -913,8 +961,9 @@ static int ppc_module_notify(struct notifier_block *nb, unsigned long action,
 			ppc_status[p].waiting_for = name[p];
 		} else {
 			ppc_status[p].waiting = false;
-			if (READ_ONCE(ppc_mode[p]) != PPC_MODE_OFF)
-				ppc_path_attach(p, true);
+			if (READ_ONCE(ppc_mode[p]) != PPC_MODE_OFF &&
+			    !ppc_path_attach(p, true))
+				ppc_path_observe_arm(p, READ_ONCE(ppc_mode[p]));
 		}
 	}
 	mutex_unlock(&ppc_lock);

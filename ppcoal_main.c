@@ -147,6 +147,13 @@ static int ppc_set_path_mode(enum ppc_path path, enum ppc_mode mode)
 			return -EOPNOTSUPP;
 		}
 	}
+	/* Counting hooks of observe alone: on retires them, observe adds them. */
+	if (ppc_path_observe_arm(path, mode)) {
+		WRITE_ONCE(ppc_mode[path], PPC_MODE_OFF);
+		pr_err("%s: cannot switch to %s, left %s\n", ppc_path_name(path),
+		       ppc_mode_names[mode], ppc_mode_names[PPC_MODE_OFF]);
+		return -EIO;
+	}
 	WRITE_ONCE(ppc_mode[path], mode);
 	return 0;
 }

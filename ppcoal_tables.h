@@ -76,7 +76,8 @@ PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
  * PPC_REDIRECT(id, path, arm, module, symbol, replacement, alt) and
  * PPC_HOOK(id, path, arm, module, symbol, callback, ipmodify, alt), one
  * sequence (a consumer defines both): arm says when the hook is live: PATH
- * while the path is not off, ON only while it is on, LEARN only while
+ * while the path is not off, ON only while it is on, OBSERVE only while
+ * it is observe (and attached), LEARN only while
  * ppcoal_recycle.c learns pool owners (on demand). module is NULL for
  * vmlinux. A redirect enters replacement, a shadow with the target's
  * signature, instead of the target (livepatch style, FTRACE_OPS_FL_IPMODIFY:
@@ -116,8 +117,9 @@ PPC_HOOK(PAGE_TO_SKB, VIRTIO, PATH, "virtio_net", "page_to_skb",
 	 ppc_virtio_page_to_skb_cb, false, false)
 PPC_HOOK(BUILD_SKB, VIRTIO, PATH, NULL, "build_skb",
 	 ppc_virtio_build_skb_cb, true, false)
-PPC_HOOK(NAPI_ALLOC, VIRTIO, PATH, NULL, PPC_NAPI_ALLOC_TARGET,
+/* every driver's receive path calls these two: counted in observe alone */
+PPC_HOOK(NAPI_ALLOC, VIRTIO, OBSERVE, NULL, PPC_NAPI_ALLOC_TARGET,
 	 ppc_virtio_alloc_cb, false, false)
-PPC_HOOK(RX_FRAG, VIRTIO, PATH, NULL, PPC_RX_FRAG_TARGET,
+PPC_HOOK(RX_FRAG, VIRTIO, OBSERVE, NULL, PPC_RX_FRAG_TARGET,
 	 ppc_virtio_rx_frag_cb, false, false)
 #endif

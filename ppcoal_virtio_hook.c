@@ -8,7 +8,10 @@
  * upstream review of the 2021 page_to_skb build-in-place change asked.
  * page_to_skb() (6.1 drivers/net/virtio_net.c:465, 6.12 :783) is counted
  * per branch from the calls it makes: build_skb (in place), napi_alloc_skb
- * (copy) and skb_add_rx_frag (payload left in frags).
+ * (copy) and skb_add_rx_frag (payload left in frags). The last two are
+ * counted in observe alone (the OBSERVE arm): every driver's receive path
+ * calls them, and a counting callback costs each call some forty guest
+ * instructions (README "Hook cost"), which on need not pay.
  *
  * All callbacks here are notrace, take no locks and call nothing.
  */

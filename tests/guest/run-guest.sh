@@ -45,6 +45,20 @@ cleanup() {
 }
 
 hooked() { grep -q "^$1 " /sys/kernel/tracing/enabled_functions; }
+# The virtio path's hooks in observe alone (ppcoal_tables.h, OBSERVE arm):
+# rxf_hooked MODE checks they are in enabled_functions in observe, not else.
+case $(uname -r) in
+6.1.*) RXF_HOOKS="__napi_alloc_skb skb_add_rx_frag" ;;
+*) RXF_HOOKS="napi_alloc_skb skb_add_rx_frag_netmem" ;;
+esac
+rxf_hooked() {
+	for f in $RXF_HOOKS; do
+		case $1 in
+		observe) hooked $f || bad "virtio $1: $f not in enabled_functions" ;;
+		*) ! hooked $f || bad "virtio $1: $f in enabled_functions (observe alone counts the copy branch)" ;;
+		esac
+	done
+}
 
 # Stats must be well formed and name exactly the table's counters.
 check_stats_format() {
@@ -84,11 +98,20 @@ check_sums() {
 			recycle.deny_not_eligible)" \
 			"$(delta recycle.ring $a $b)" "recycle on: every ring put has a deny reason"
 	fi
-	eq "$(delta virtio.page_to_skb_calls $a $b)" \
-		"$(sumd $a $b virtio.page_to_skb_build virtio.page_to_skb_copy)" \
-		"virtio.page_to_skb_calls = build + copy"
-	[ "$(delta virtio.page_to_skb_frags $a $b)" -le "$(delta virtio.page_to_skb_copy $a $b)" ] ||
-		bad "virtio.page_to_skb_frags > page_to_skb_copy"
+	# the copy branch is counted in observe alone (the OBSERVE arm)
+	case $(val virtio.mode $a)$(val virtio.mode $b) in
+	observeobserve)
+		eq "$(delta virtio.page_to_skb_calls $a $b)" \
+			"$(sumd $a $b virtio.page_to_skb_build virtio.page_to_skb_copy)" \
+			"virtio.page_to_skb_calls = build + copy"
+		[ "$(delta virtio.page_to_skb_frags $a $b)" -le "$(delta virtio.page_to_skb_copy $a $b)" ] ||
+			bad "virtio.page_to_skb_frags > page_to_skb_copy"
+		;;
+	onon)
+		eq "$(sumd $a $b virtio.page_to_skb_copy virtio.page_to_skb_frags)" 0 \
+			"virtio on: the copy branch's counters (observe alone)"
+		;;
+	esac
 	[ "$(delta virtio.page_to_skb_build $a $b)" -le "$(delta virtio.rx_build_skb $a $b)" ] ||
 		bad "virtio.page_to_skb_build > rx_build_skb"
 }
@@ -310,8 +333,14 @@ if want virtio-differential; then
 			eq "$(vdd null)" 0 "$m $c: page_to_skb returned NULL"
 			eq "$(delta virtio.page_to_skb_calls /tmp/a /tmp/b)" "$calls" "$m $c: ppcoal's page_to_skb calls"
 			eq "$(delta virtio.page_to_skb_build /tmp/a /tmp/b)" "$build" "$m $c: ppcoal's build branch"
-			eq "$(delta virtio.page_to_skb_copy /tmp/a /tmp/b)" "$copy" "$m $c: ppcoal's copy branch"
-			eq "$(delta virtio.page_to_skb_frags /tmp/a /tmp/b)" "$frags" "$m $c: ppcoal's copy-with-frags branch"
+			if [ $m = observe ]; then
+				eq "$(delta virtio.page_to_skb_copy /tmp/a /tmp/b)" "$copy" "$m $c: ppcoal's copy branch"
+				eq "$(delta virtio.page_to_skb_frags /tmp/a /tmp/b)" "$frags" "$m $c: ppcoal's copy-with-frags branch"
+			else
+				# on: the two counting hooks are not attached (OBSERVE arm)
+				eq "$(delta virtio.page_to_skb_copy /tmp/a /tmp/b)" 0 "$m $c: copy branch counted in on"
+				eq "$(delta virtio.page_to_skb_frags /tmp/a /tmp/b)" 0 "$m $c: frags counted in on"
+			fi
 			if [ $nomrg = 1 ]; then
 				eq "$calls" 0 "$m $c: page_to_skb called without mergeable buffers"
 				gt "$(delta virtio.rx_build_skb /tmp/a /tmp/b)" 100 "$m $c: receive_small's builds"
@@ -559,10 +588,15 @@ fi
 
 if want virtio-reload; then
 	begin virtio-reload
-	# ppcoal first, then virtio_net goes and comes back (ten times, under traffic)
+	# ppcoal first, then virtio_net goes and comes back (ten times, under
+	# traffic), with virtio on and observe in turn
 	ppcoal_load mode=observe virtio=on || bad "insmod"
+	rxf_hooked on
 	n=0
 	while [ $n -lt 10 ]; do
+		vm=on
+		[ $((n % 2)) = 0 ] || vm=observe
+		echo $vm >$P/virtio || bad "virtio=$vm"
 		traffic_start
 		sleep 1
 		echo "  reload #$n: rmmod virtio_net at $(cut -d' ' -f1 /proc/uptime)"
@@ -572,16 +606,22 @@ if want virtio-reload; then
 		echo "  reload #$n: traffic stopped at $(cut -d' ' -f1 /proc/uptime)"
 		eq "$(val virtio.state)" "waiting for virtio_net" "state while virtio_net is gone"
 		hooked build_skb && bad "build_skb hooked without virtio_net"
+		rxf_hooked "$vm, virtio_net gone"
 		eq "$(val coalesce.state)" attached "coalesce unaffected"
 		virtio_load || bad "insmod virtio_net"
 		eq "$(val virtio.state)" attached "reattached when virtio_net came back"
+		rxf_hooked $vm
 		net_up || bad "network after reload"
 		echo "  reload #$n: network up at $(cut -d' ' -f1 /proc/uptime)"
 		snap /tmp/a
 		r=$(iperf 1) || bad "traffic after reload"
 		echo "  reload #$n: traffic checked at $(cut -d' ' -f1 /proc/uptime)"
 		snap /tmp/b
-		gt "$(delta virtio.napi_build_skb /tmp/a /tmp/b)" 0 "substitutions after reload #$n"
+		[ $vm = observe ] ||
+			gt "$(delta virtio.napi_build_skb /tmp/a /tmp/b)" 0 "substitutions after reload #$n"
+		# observe: build + copy = calls, with copies (ACKs) among them
+		[ $vm = on ] || gt "$(delta virtio.page_to_skb_copy /tmp/a /tmp/b)" 0 "copies counted after reload #$n"
+		check_sums /tmp/a /tmp/b
 		n=$((n + 1))
 	done
 	# the other order: virtio_net loads after ppcoal with ppcoal freshly loaded
@@ -589,13 +629,17 @@ if want virtio-reload; then
 	virtio_unload || bad "rmmod virtio_net"
 	ppcoal_load mode=observe || bad "insmod without virtio_net"
 	eq "$(val virtio.state)" "waiting for virtio_net" "waiting at load"
+	rxf_hooked "observe, waiting"
 	virtio_load || bad "insmod virtio_net"
 	eq "$(val virtio.state)" attached "attached after virtio_net load"
+	rxf_hooked observe
 	net_up || bad "network"
 	snap /tmp/a
 	r=$(iperf 1) || bad "traffic"
 	snap /tmp/b
 	gt "$(delta virtio.page_to_skb_calls /tmp/a /tmp/b)" 0 "page_to_skb counted"
+	gt "$(delta virtio.page_to_skb_copy /tmp/a /tmp/b)" 0 "copies counted"
+	check_sums /tmp/a /tmp/b
 	end
 	cleanup
 fi
@@ -2070,11 +2114,6 @@ fi
 if want insn-direct; then
 	begin insn-direct
 	MB=/sys/kernel/debug/ppcoal_microbench/run
-	# the functions call_rx_frag calls that the virtio path hooks
-	case $(uname -r) in
-	6.1.*) RXF_HOOKS="__napi_alloc_skb skb_add_rx_frag" ;;
-	*) RXF_HOOKS="napi_alloc_skb skb_add_rx_frag_netmem" ;;
-	esac
 	insmod /ko/ppcoal_microbench.ko || bad "insmod ppcoal_microbench"
 	for r in 0 1 2; do
 		case $r in 1) hc="direct ftrace" ;; *) hc="ftrace direct" ;; esac
@@ -2085,14 +2124,15 @@ if want insn-direct; then
 				bad "insmod direct_calls=$dc"
 			eq "$(val hook_calls)" $h "hook_calls with direct_calls=$dc"
 			for m in $(mode_order $r); do
-				[ $m != on ] || continue
-				echo $m >$P/coalesce && echo $m >$P/recycle &&
+				# on: the virtio hooks alone (the others' on is not a hook's cost)
+				ops="call_coalesce call_recycle call_build_skb call_rx_frag"
+				cm=$m
+				[ $m != on ] || { ops="call_build_skb call_rx_frag"; cm=off; }
+				echo $cm >$P/coalesce && echo $cm >$P/recycle &&
 					echo $m >$P/virtio || bad "mode $m"
 				[ $m = off ] || eq "$(val virtio.state)" attached "virtio=$m"
-				for f in $RXF_HOOKS; do
-					[ $m = off ] || hooked $f || bad "virtio=$m: $f not in enabled_functions"
-				done
-				for op in call_coalesce call_recycle call_build_skb call_rx_frag; do
+				rxf_hooked $m
+				for op in $ops; do
 					echo "$op 10000" >$MB || bad "$op warm-up"
 					snap /tmp/a
 					echo "$op 100000 mark" >$MB || bad "$op"
@@ -2117,6 +2157,14 @@ if want insn-direct; then
 		insn_check insn-hook-$g most $g-observe $g-off insns ${c##*-}
 		insn_check insn-hook-$g-spread-off spread $g-off insns 2
 		insn_check insn-hook-$g-spread-observe spread $g-observe insns 2
+	done
+	# virtio=on keeps the build_skb hook and drops the two counting the copy
+	# branch (the OBSERVE arm): every other driver's napi_alloc_skb and
+	# skb_add_rx_frag run as with virtio=off (80 / 88 more before)
+	for h in ftrace direct; do
+		insn_check insn-hook-build_skb-$h-on most build_skb-$h-on build_skb-$h-off insns 60
+		insn_check insn-hook-rx_frag-$h-on most rx_frag-$h-on rx_frag-$h-off insns 10
+		insn_check insn-hook-rx_frag-$h-spread-on spread rx_frag-$h-on insns 2
 	done
 	end
 fi
