@@ -22,7 +22,10 @@ sizes=${sizes:-128 256 512 1024 2048 4096}
 secs=3
 echo 0 >/proc/sys/net/core/skb_defer_max
 net_up >/dev/null 2>&1
-fixture_up frag_pool=0 linear=0 || { echo "BENCH-ERROR fixture"; exit 0; }
+# ppcoal.gro=0 (PPCOAL_BENCH_GRO=0): no GRO batching in the fixture's poll
+gro=$(sed -n 's/.*ppcoal\.gro=\([01]\).*/\1/p' /proc/cmdline)
+fixture_up frag_pool=0 linear=0 gro="${gro:-1}" || { echo "BENCH-ERROR fixture"; exit 0; }
+echo "BENCH-INFO fixture gro=$(cat /sys/module/ppcoal_fixture/parameters/gro)"
 default=$(cat $P/clone_policy)
 echo detach >$P/clone_policy 2>/dev/null && default=detach
 refuse=legacy
