@@ -60,11 +60,13 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
+#include <linux/uaccess.h>
 #include <linux/utsname.h>
 #include <asm/asm-offsets.h>	/* X86_call_depth, for CALL_DEPTH_ACCOUNT */
 #include <asm/ibt.h>
 #include <asm/linkage.h>
 #include <asm/nospec-branch.h>
+#include <asm/text-patching.h>	/* CALL_INSN_SIZE, CALL_INSN_OPCODE */
 
 #include "ppcoal.h"
 
@@ -426,10 +428,62 @@ static const char *ppc_path_first_module(enum ppc_path path)
 
 static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
 				 struct ftrace_ops *op,
+				 struct ftrace_regs *fregs);
+
+/*
+ * ppc_redirect() was called with an ops that is no redirect of ppcoal's:
+ * a callback hook's (no replacement) or another module's. ftrace never
+ * does that: ftrace_ops_list_func() passes each ops to its own ->func, and
+ * an ops's trampoline holds the call of its ->func and the pointer to it,
+ * both written by create_trampoline() before any call site can reach it
+ * (6.1 arch/x86/kernel/ftrace.c:387-412, 6.12 :388-418). Not redirecting
+ * is the safe answer (the traced function runs stock); the warning says
+ * which of two things happened, from the call that entered here (@ret, the
+ * address after it):
+ *  - memory there calls the ops's own callback, not ppc_redirect(): the
+ *    CPU ran code that memory no longer holds, a stale translation of a
+ *    trampoline whose address a new one reused (an emulator's fault:
+ *    text_poke_bp() and the TLB flush before a freed address is reused
+ *    rule it out on real CPUs; tests/vm/emulator-fault.sh reads this line);
+ *  - anything else: the kernel broke ftrace's contract.
+ * Without the check a callback hook's ops sends the CPU to address 0, as
+ * once in CI of cdbfd69 (6.1.0-57, multi-threaded TCG, rmmod-race: RIP 0,
+ * the stack's top the return into net_rx_action() from its call of
+ * __napi_poll(), which only the POLL_ENTER callback hooks).
+ */
+static noinline notrace void
+ppc_redirect_refused(unsigned long ip, struct ftrace_ops *op, unsigned long ret)
+{
+	unsigned long target = 0;
+	u8 insn[CALL_INSN_SIZE];
+	s32 rel;
+
+	if (!copy_from_kernel_nofault(insn, (void *)(ret - CALL_INSN_SIZE),
+				      CALL_INSN_SIZE) &&
+	    insn[0] == CALL_INSN_OPCODE) {
+		memcpy(&rel, &insn[1], sizeof(rel));
+		target = ret + rel;
+	}
+	if (target && target != (unsigned long)ppc_redirect &&
+	    target == (unsigned long)op->func)
+		WARN_ONCE(1, "ppcoal: %ps not redirected: ppc_redirect() entered from %pS with the ops %ps, whose call there in memory is to %ps: the CPU ran a stale translation of rewritten code (an emulator's fault)\n",
+			  (void *)ip, (void *)ret, op->func, (void *)target);
+	else
+		WARN_ONCE(1, "ppcoal: %ps not redirected: ppc_redirect() entered from %pS with an ops that is no redirect of ppcoal's (its callback %ps; the call there in memory is to %ps)\n",
+			  (void *)ip, (void *)ret, op->func, (void *)target);
+}
+
+static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
+				 struct ftrace_ops *op,
 				 struct ftrace_regs *fregs)
 {
 	struct ppc_hook *h = container_of(op, struct ppc_hook, ops);
 
+	if (unlikely(h < ppc_hooks || h >= ppc_hooks + PPC_NR_HOOKS ||
+		     !h->replacement)) {
+		ppc_redirect_refused(ip, op, _RET_IP_);
+		return;
+	}
 	ppc_fregs_set_ip(fregs, (unsigned long)h->replacement);
 }
 

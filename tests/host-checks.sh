@@ -9,7 +9,9 @@
 #   emulator-fault   tests/vm/emulator-fault.sh tells the recorded stale int3 of
 #                    an MTTCG boot and the recorded double fault and general
 #                    protection fault with an impossible EFLAGS
-#                    (tests/vm/testdata) from a kernel oops
+#                    (tests/vm/testdata), and ppcoal's stale-translation
+#                    warning (its format read from ppcoal_hook.c), from a
+#                    kernel oops
 #   boot-retry       boot_retrying boots again after an emulator death, at
 #                    most TRIES times in all, never after the kernel's
 #   digest, collect  the evidence tests/run prints for a failed boot
@@ -140,6 +142,32 @@ case "$(emulator_fault "$t" 0 "")" in
 esac
 sed 's/EFLAGS: 01c89002/EFLAGS: 00000146/' "$t" >"$real"
 [ -z "$(emulator_fault "$real" 0 "")" ] || why="$why${why:+; }a WARNING with a possible EFLAGS called the emulator's"
+# ppcoal's own proof of a stale translation (ppc_redirect_refused()): its
+# two messages as the module prints them (the format strings read from
+# ppcoal_hook.c, %ps/%pS filled in), each first in a log, then after an oops
+fmt() { # fmt WORDS: the WARN_ONCE format of ppcoal_hook.c holding WORDS, filled in
+	grep -o "WARN_ONCE(1, \"ppcoal: [^\"]*$1[^\"]*" ppcoal_hook.c | sed 's/^WARN_ONCE(1, "//; s/\\n$//' |
+		sed 's/%ps/__napi_poll/; s/%pS/0xffffffffc0a01053/; s/%ps/ppc_owner_poll_cb [ppcoal]/; s/%ps/ppc_owner_poll_cb [ppcoal]/'
+}
+warn() { # warn MESSAGE: a WARN_ONCE splat as 6.1 prints it
+	printf '[    7.100000] ------------[ cut here ]------------\n[    7.100001] %s\n' "$1"
+	printf '[    7.100002] WARNING: CPU: 1 PID: 20 at ppcoal_hook.c:470 ppc_redirect_refused+0x9e/0xb0 [ppcoal]\n'
+	printf '[    7.100003] RSP: 0018:ffffb5c0c00d3d98 EFLAGS: 00010246\n'
+}
+st=$(fmt "stale translation")
+other=$(fmt "no redirect of")
+if [ -z "$st" ] || [ -z "$other" ] || [[ "$st$other" == *%* ]]; then
+	why="$why${why:+; }ppc_redirect_refused()'s two WARN_ONCE formats not found in ppcoal_hook.c"
+fi
+warn "$st" >"$real"
+case "$(emulator_fault "$real" 0 mttcg)" in
+"stale translation ran (ppcoal's redirect check): $st") ;;
+*) why="$why${why:+; }ppcoal's stale-translation warning not recognised" ;;
+esac
+warn "$other" >"$real"
+[ -z "$(emulator_fault "$real" 0 mttcg)" ] || why="$why${why:+; }ppcoal's other redirect warning (the kernel's failure) called the emulator's"
+{ echo "[    7.000000] BUG: kernel NULL pointer dereference, address: 0000000000000000"; warn "$st"; } >"$real"
+[ -z "$(emulator_fault "$real" 0 mttcg)" ] || why="$why${why:+; }a stale-translation warning after an earlier splat called the emulator's"
 rm -f "$real"
 if [ -z "$why" ]; then
 	echo "PASS host:emulator-fault"

@@ -20,6 +20,15 @@
 #    (seen with no module loaded: sched_clock_cpu+0x8 while the kernel
 #    flipped the sched_clock_stable static key at boot; kernel-facts.md).
 #    An int3 that is still in memory stays the kernel's failure.
+#  - any boot: ppcoal's redirect check (ppc_redirect_refused(),
+#    ppcoal_hook.c) said, before any other splat, that the CPU ran "a stale
+#    translation of rewritten code": ppc_redirect() was entered with another
+#    hook's ftrace_ops, from a call that memory shows to be a call of that
+#    ops's own callback (a trampoline address reused by a new trampoline
+#    whose old code still ran). On real CPUs ftrace writes a trampoline's
+#    call and its ops pointer together before any site can reach it. Its
+#    other message (an ops that is no redirect, memory agreeing or not
+#    decodable) stays the kernel's failure.
 #  - any boot: the first oops ("Oops: double fault", "Oops: general
 #    protection fault", ...) or WARNING whose register dump has EFLAGS bits
 #    that x86 hardware always keeps 0 (3, 5, 15, 22 and up; POPF cannot set
@@ -54,6 +63,11 @@ emulator_fault() {
 		}
 		END { print rip; exit !stale }'); then
 		echo "stale int3 executed (MTTCG): $rip"
+	elif rip=$(tr -d '\r' <"$1" | awk '
+		!seen && /ppcoal: .* not redirected: .*the CPU ran a stale translation of rewritten code/ { seen = 1; line = $0; sub(/^\[[^]]*\] /, "", line) }
+		!seen && /Oops|WARNING:|BUG:|Kernel panic|general protection/ { seen = 2 }
+		END { print line; exit seen != 1 }'); then
+		echo "stale translation ran (ppcoal's redirect check): $rip"
 	elif fl=$(tr -d '\r' <"$1" | awk '
 		!seen && match($0, /Oops: [a-z0-9 ]+/) { kind = substr($0, RSTART + 6, RLENGTH - 6); seen = 1; next }
 		!seen && match($0, /WARNING: CPU: [0-9]+ PID: [0-9]+ at .*/) { kind = "WARNING at " substr($0, RSTART + index(substr($0, RSTART), " at ") + 3); seen = 1; next }
