@@ -649,6 +649,13 @@ static void ppc_set_reason(enum ppc_path path, const struct ppc_hook *h,
 			 "%s cannot be hooked (%d)", h->symbol, err);
 }
 
+/* The one dmesg line of a path that went off for a reason now in stats. */
+static void ppc_say_unavailable(enum ppc_path path)
+{
+	pr_warn("%s: unavailable: %s; this path stays off, the others keep working\n",
+		ppc_path_name(path), ppc_status[path].reason);
+}
+
 /*
  * A path whose shadow was not verified against this kernel's Debian
  * source stays off for the module's life (accept_unverified is load-time
@@ -753,8 +760,7 @@ undo:
 			st->waiting_for);
 		return 0;
 	}
-	pr_warn("%s: unavailable: %s; this path stays off, the others keep working\n",
-		ppc_path_name(path), st->reason);
+	ppc_say_unavailable(path);
 	return ret;
 }
 
@@ -948,8 +954,7 @@ int ppc_path_observe_arm(enum ppc_path path, enum ppc_mode mode)
 		snprintf(ppc_status[path].reason,
 			 sizeof(ppc_status[path].reason),
 			 "a hook of observe failed (%d)", ret);
-	pr_warn("%s: unavailable: %s; this path stays off, the others keep working\n",
-		ppc_path_name(path), ppc_status[path].reason);
+	ppc_say_unavailable(path);
 	return ret;
 }
 
