@@ -8,7 +8,8 @@
  * Addresses are found with a disabled kprobe (the kprobe core does the
  * kallsyms lookup; nothing here calls a non-exported function) and sized
  * with sprint_symbol(). Redirect callbacks run without
- * FTRACE_OPS_FL_RECURSION for speed: they are notrace and call nothing.
+ * FTRACE_OPS_FL_RECURSION for speed: they are notrace and call nothing
+ * (but the warning of ppc_redirect_refused(), once, on a broken contract).
  *
  * Lifetime rules, each resting on a kernel line (Debian 6.1.192 / 6.12.117
  * kernel/trace/ftrace.c):
@@ -431,21 +432,28 @@ static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
 				 struct ftrace_regs *fregs);
 
 /*
- * ppc_redirect() was called with an ops that is no redirect of ppcoal's:
- * a callback hook's (no replacement) or another module's. ftrace never
- * does that: ftrace_ops_list_func() passes each ops to its own ->func, and
- * an ops's trampoline holds the call of its ->func and the pointer to it,
- * both written by create_trampoline() before any call site can reach it
- * (6.1 arch/x86/kernel/ftrace.c:387-412, 6.12 :388-418). Not redirecting
- * is the safe answer (the traced function runs stock); the warning says
- * which of two things happened, from the call that entered here (@ret, the
- * address after it):
+ * ppc_redirect() was called with an ops that is no redirect of ppcoal's
+ * (a callback hook's, with no replacement, or another module's), or for a
+ * function that is not its target. ftrace never does that. Our ops live in
+ * module data, so they are DYNAMIC and a call site shared with another
+ * ftrace user reaches them through ftrace_ops_list_func(), which passes
+ * each ops to its own ->func (6.1 kernel/trace/ftrace.c:171-183 and
+ * :7664, 6.12 :206-217 and :8042); an ops's own trampoline holds the call
+ * of its ->func and the pointer to it, both written by create_trampoline()
+ * before any call site can reach it (6.1 arch/x86/kernel/ftrace.c:387-412,
+ * 6.12 :388-418), and ppcoal never changes a registered ops's ->func
+ * (which arch_ftrace_update_trampoline() would rewrite). A trampoline is
+ * freed only after the RCU-tasks waits of ftrace_shutdown() (6.1
+ * :3108-3129, 6.12 :3197-3217), and a freed address is mapped again only
+ * after a TLB flush on every CPU. Not redirecting is the safe answer (the
+ * traced function runs stock); the warning says which of two things
+ * happened, from the call that entered here (@ret, the address after it):
  *  - memory there calls the ops's own callback, not ppc_redirect(): the
  *    CPU ran code that memory no longer holds, a stale translation of a
- *    trampoline whose address a new one reused (an emulator's fault:
- *    text_poke_bp() and the TLB flush before a freed address is reused
- *    rule it out on real CPUs; tests/vm/emulator-fault.sh reads this line);
- *  - anything else: the kernel broke ftrace's contract.
+ *    trampoline whose address a new one reused (an emulator's fault;
+ *    tests/vm/emulator-fault.sh reads this line);
+ *  - anything else: the kernel broke ftrace's contract. @op is then not
+ *    trusted: its callback is read with get_kernel_nofault().
  * Without the check a callback hook's ops sends the CPU to address 0, as
  * once in CI of cdbfd69 (6.1.0-57, multi-threaded TCG, rmmod-race: RIP 0,
  * the stack's top the return into net_rx_action() from its call of
@@ -455,6 +463,7 @@ static noinline notrace void
 ppc_redirect_refused(unsigned long ip, struct ftrace_ops *op, unsigned long ret)
 {
 	unsigned long target = 0;
+	ftrace_func_t func = NULL;
 	u8 insn[CALL_INSN_SIZE];
 	s32 rel;
 
@@ -464,13 +473,15 @@ ppc_redirect_refused(unsigned long ip, struct ftrace_ops *op, unsigned long ret)
 		memcpy(&rel, &insn[1], sizeof(rel));
 		target = ret + rel;
 	}
+	if (get_kernel_nofault(func, &op->func))
+		func = NULL;
 	if (target && target != (unsigned long)ppc_redirect &&
-	    target == (unsigned long)op->func)
+	    target == (unsigned long)func)
 		WARN_ONCE(1, "ppcoal: %ps not redirected: ppc_redirect() entered from %pS with the ops %ps, whose call there in memory is to %ps: the CPU ran a stale translation of rewritten code (an emulator's fault)\n",
-			  (void *)ip, (void *)ret, op->func, (void *)target);
+			  (void *)ip, (void *)ret, func, (void *)target);
 	else
-		WARN_ONCE(1, "ppcoal: %ps not redirected: ppc_redirect() entered from %pS with an ops that is no redirect of ppcoal's (its callback %ps; the call there in memory is to %ps)\n",
-			  (void *)ip, (void *)ret, op->func, (void *)target);
+		WARN_ONCE(1, "ppcoal: %ps not redirected: ppc_redirect() entered from %pS with an ops that is no redirect of ppcoal's for it (its callback %ps; the call there in memory is to %ps)\n",
+			  (void *)ip, (void *)ret, func, (void *)target);
 }
 
 static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
@@ -479,8 +490,9 @@ static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
 {
 	struct ppc_hook *h = container_of(op, struct ppc_hook, ops);
 
+	/* the fentry call of h's target follows its ENDBR, if it has one */
 	if (unlikely(h < ppc_hooks || h >= ppc_hooks + PPC_NR_HOOKS ||
-		     !h->replacement)) {
+		     !h->replacement || ip - h->addr > ENDBR_INSN_SIZE)) {
 		ppc_redirect_refused(ip, op, _RET_IP_);
 		return;
 	}

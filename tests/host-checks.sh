@@ -166,8 +166,14 @@ case "$(emulator_fault "$real" 0 mttcg)" in
 esac
 warn "$other" >"$real"
 [ -z "$(emulator_fault "$real" 0 mttcg)" ] || why="$why${why:+; }ppcoal's other redirect warning (the kernel's failure) called the emulator's"
-{ echo "[    7.000000] BUG: kernel NULL pointer dereference, address: 0000000000000000"; warn "$st"; } >"$real"
-[ -z "$(emulator_fault "$real" 0 mttcg)" ] || why="$why${why:+; }a stale-translation warning after an earlier splat called the emulator's"
+for first in "BUG: kernel NULL pointer dereference, address: 0000000000000000" \
+	"invalid opcode: 0000 [#1] PREEMPT SMP NOPTI" "kernel BUG at net/core/skbuff.c:2178!" \
+	"INFO: task rmmod:812 blocked for more than 120 seconds." \
+	"rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:" "Call Trace:" \
+	"UBSAN: shift-out-of-bounds in net/core/dev.c:6600:2" "list_add corruption. prev->next should be next"; do
+	{ echo "[    7.000000] $first"; warn "$st"; } >"$real"
+	[ -z "$(emulator_fault "$real" 0 mttcg)" ] || why="$why${why:+; }a stale-translation warning after \"$first\" called the emulator's"
+done
 rm -f "$real"
 if [ -z "$why" ]; then
 	echo "PASS host:emulator-fault"

@@ -28,7 +28,10 @@
 #    whose old code still ran). On real CPUs ftrace writes a trampoline's
 #    call and its ops pointer together before any site can reach it. Its
 #    other message (an ops that is no redirect, memory agreeing or not
-#    decodable) stays the kernel's failure.
+#    decodable) stays the kernel's failure, as does the stale message after
+#    any other report of the kernel (an oops, a die header like "invalid
+#    opcode: 0000 [#1]", a BUG, a hung task or RCU stall INFO, a call trace,
+#    UBSAN, a list corruption).
 #  - any boot: the first oops ("Oops: double fault", "Oops: general
 #    protection fault", ...) or WARNING whose register dump has EFLAGS bits
 #    that x86 hardware always keeps 0 (3, 5, 15, 22 and up; POPF cannot set
@@ -65,7 +68,7 @@ emulator_fault() {
 		echo "stale int3 executed (MTTCG): $rip"
 	elif rip=$(tr -d '\r' <"$1" | awk '
 		!seen && /ppcoal: .* not redirected: .*the CPU ran a stale translation of rewritten code/ { seen = 1; line = $0; sub(/^\[[^]]*\] /, "", line) }
-		!seen && /Oops|WARNING:|BUG:|Kernel panic|general protection/ { seen = 2 }
+		!seen && /Oops|WARNING:|BUG:|Kernel panic|general protection|kernel BUG at|\[#[0-9]+\]|INFO:|Call Trace:|UBSAN:|corruption/ { seen = 2 }
 		END { print line; exit seen != 1 }'); then
 		echo "stale translation ran (ppcoal's redirect check): $rip"
 	elif fl=$(tr -d '\r' <"$1" | awk '
