@@ -432,11 +432,10 @@ static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
 				 struct ftrace_regs *fregs);
 
 /*
- * ppc_redirect() was called with an ops that is no redirect of ppcoal's
- * (a callback hook's, with no replacement, or another module's), or for a
- * function that is not its target. ftrace never does that. Our ops live in
- * module data, so they are DYNAMIC and a call site shared with another
- * ftrace user reaches them through ftrace_ops_list_func(), which passes
+ * ppc_redirect() was called with the ops of a callback hook (no
+ * replacement). ftrace never does that. Our ops live in module data, so
+ * they are DYNAMIC and a call site shared with another ftrace user
+ * reaches them through ftrace_ops_list_func(), which passes
  * each ops to its own ->func (6.1 kernel/trace/ftrace.c:171-183 and
  * :7664, 6.12 :206-217 and :8042); an ops's own trampoline holds the call
  * of its ->func and the pointer to it, both written by create_trampoline()
@@ -454,13 +453,16 @@ static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
  *    tests/vm/emulator-fault.sh reads this line);
  *  - anything else: the kernel broke ftrace's contract. @op is then not
  *    trusted: its callback is read with get_kernel_nofault().
+ * The arguments keep ppc_redirect()'s first three where they are, so that
+ * its fast path moves no register.
  * Without the check a callback hook's ops sends the CPU to address 0, as
  * once in CI of cdbfd69 (6.1.0-57, multi-threaded TCG, rmmod-race: RIP 0,
  * the stack's top the return into net_rx_action() from its call of
  * __napi_poll(), which only the POLL_ENTER callback hooks).
  */
 static noinline notrace void
-ppc_redirect_refused(unsigned long ip, struct ftrace_ops *op, unsigned long ret)
+ppc_redirect_refused(unsigned long ip, unsigned long parent_ip,
+		     struct ftrace_ops *op, unsigned long ret)
 {
 	unsigned long target = 0;
 	ftrace_func_t func = NULL;
@@ -477,11 +479,13 @@ ppc_redirect_refused(unsigned long ip, struct ftrace_ops *op, unsigned long ret)
 		func = NULL;
 	if (target && target != (unsigned long)ppc_redirect &&
 	    target == (unsigned long)func)
-		WARN_ONCE(1, "ppcoal: %ps not redirected: ppc_redirect() entered from %pS with the ops %ps, whose call there in memory is to %ps: the CPU ran a stale translation of rewritten code (an emulator's fault)\n",
-			  (void *)ip, (void *)ret, func, (void *)target);
+		WARN_ONCE(1, "ppcoal: %ps (called from %pS) not redirected: ppc_redirect() entered from %pS with the ops %ps, whose call there in memory is to %ps: the CPU ran a stale translation of rewritten code (an emulator's fault)\n",
+			  (void *)ip, (void *)parent_ip, (void *)ret, func,
+			  (void *)target);
 	else
-		WARN_ONCE(1, "ppcoal: %ps not redirected: ppc_redirect() entered from %pS with an ops that is no redirect of ppcoal's for it (its callback %ps; the call there in memory is to %ps)\n",
-			  (void *)ip, (void *)ret, func, (void *)target);
+		WARN_ONCE(1, "ppcoal: %ps (called from %pS) not redirected: ppc_redirect() entered from %pS with an ops that is no redirect of ppcoal's (its callback %ps; the call there in memory is to %ps)\n",
+			  (void *)ip, (void *)parent_ip, (void *)ret, func,
+			  (void *)target);
 }
 
 static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
@@ -490,10 +494,14 @@ static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
 {
 	struct ppc_hook *h = container_of(op, struct ppc_hook, ops);
 
-	/* the fentry call of h's target follows its ENDBR, if it has one */
-	if (unlikely(h < ppc_hooks || h >= ppc_hooks + PPC_NR_HOOKS ||
-		     !h->replacement || ip - h->addr > ENDBR_INSN_SIZE)) {
-		ppc_redirect_refused(ip, op, _RET_IP_);
+	/*
+	 * A callback hook's ops: two instructions a call. Not looked for, at
+	 * two to six more: an ops of another module, or a redirect's called
+	 * for another function (a stale call site reaching a trampoline
+	 * address that another redirect reused). ftrace never does either.
+	 */
+	if (unlikely(!h->replacement)) {
+		ppc_redirect_refused(ip, parent_ip, op, _RET_IP_);
 		return;
 	}
 	ppc_fregs_set_ip(fregs, (unsigned long)h->replacement);

@@ -147,7 +147,7 @@ sed 's/EFLAGS: 01c89002/EFLAGS: 00000146/' "$t" >"$real"
 # ppcoal_hook.c, %ps/%pS filled in), each first in a log, then after an oops
 fmt() { # fmt WORDS: the WARN_ONCE format of ppcoal_hook.c holding WORDS, filled in
 	grep -o "WARN_ONCE(1, \"ppcoal: [^\"]*$1[^\"]*" ppcoal_hook.c | sed 's/^WARN_ONCE(1, "//; s/\\n$//' |
-		sed 's/%ps/__napi_poll/; s/%pS/0xffffffffc0a01053/; s/%ps/ppc_owner_poll_cb [ppcoal]/; s/%ps/ppc_owner_poll_cb [ppcoal]/'
+		sed 's/%ps/__napi_poll/; s/%pS/net_rx_action+0x2a0\/0x390/; s/%pS/0xffffffffc0a01053/; s/%ps/ppc_owner_poll_cb [ppcoal]/g'
 }
 warn() { # warn MESSAGE: a WARN_ONCE splat as 6.1 prints it
 	printf '[    7.100000] ------------[ cut here ]------------\n[    7.100001] %s\n' "$1"
