@@ -25,7 +25,9 @@ set -euo pipefail
 
 [ $# -eq 1 ] || { echo "usage: $0 LOG" >&2; exit 2; }
 [ -f "$1" ] || exit 0
-splat=${PPCOAL_SPLAT_RE:-'WARNING:|BUG:|Oops|Kernel panic|stalled pool|general protection'}
+# shellcheck source=tests/vm/splat.sh
+. "$(dirname "${BASH_SOURCE[0]}")/splat.sh"
+splat=${PPCOAL_SPLAT_RE:-$PPCOAL_SPLAT_DEFAULT}
 
 # the console's lines as text: no carriage returns, unprintable bytes as '?'
 clean() { tr -d '\r' <"$1" | tr -c '[:print:]\t\n' '?'; }

@@ -27,11 +27,12 @@
 #    ops's own callback (a trampoline address reused by a new trampoline
 #    whose old code still ran). On real CPUs ftrace writes a trampoline's
 #    call and its ops pointer together before any site can reach it. Its
-#    other message (an ops that is no redirect, memory agreeing or not
-#    decodable) stays the kernel's failure, as does the stale message after
-#    any other report of the kernel (an oops, a die header like "invalid
-#    opcode: 0000 [#1]", a BUG, a hung task or RCU stall INFO, a call trace,
-#    UBSAN, a list corruption).
+#    other message (an ops that is no redirect of ppcoal's: memory there
+#    shows no call of the ops's own callback, or cannot be read) stays the
+#    kernel's failure, as does the stale message after any other report of
+#    the kernel (a splat of tests/vm/splat.sh, a die header like "invalid
+#    opcode: 0000 [#1]", a kernel BUG, a hung task or RCU stall INFO, a call
+#    trace, UBSAN, a list corruption).
 #  - any boot: the first oops ("Oops: double fault", "Oops: general
 #    protection fault", ...) or WARNING whose register dump has EFLAGS bits
 #    that x86 hardware always keeps 0 (3, 5, 15, 22 and up; POPF cannot set
@@ -51,8 +52,11 @@
 #    (a stack overflow, a bad pointer) stays the kernel's failure.
 # The awk programs read to the end of their input: one that exits early can
 # make tr die of SIGPIPE, and pipefail then failed the match (5 of 300 calls).
+# shellcheck source=tests/vm/splat.sh
+. "$(dirname "${BASH_SOURCE[0]}")/splat.sh"
+
 emulator_fault() {
-	local qline rip fl e
+	local qline rip msg fl e
 	qline=$(grep -m1 -E '^qemu-system-x86_64: .*(Assertion|assertion|fatal|core dumped)' "$1")
 	if [[ " 132 134 135 136 139 " == *" $2 "* ]] || [ -n "$qline" ]; then
 		echo "QEMU crashed (exit $2)${qline:+: $qline}"
@@ -66,11 +70,11 @@ emulator_fault() {
 		}
 		END { print rip; exit !stale }'); then
 		echo "stale int3 executed (MTTCG): $rip"
-	elif rip=$(tr -d '\r' <"$1" | awk '
+	elif msg=$(tr -d '\r' <"$1" | awk -v earlier="$PPCOAL_SPLAT_BASE|kernel BUG at|[[]#[0-9]+[]]|INFO:|Call Trace:|UBSAN:|corruption" '
 		!seen && /ppcoal: .* not redirected: .*the CPU ran a stale translation of rewritten code/ { seen = 1; line = $0; sub(/^\[[^]]*\] /, "", line) }
-		!seen && /Oops|WARNING:|BUG:|Kernel panic|general protection|kernel BUG at|\[#[0-9]+\]|INFO:|Call Trace:|UBSAN:|corruption/ { seen = 2 }
+		!seen && $0 ~ earlier { seen = 2 }
 		END { print line; exit seen != 1 }'); then
-		echo "stale translation ran (ppcoal's redirect check): $rip"
+		echo "stale translation ran (ppcoal's redirect check): $msg"
 	elif fl=$(tr -d '\r' <"$1" | awk '
 		!seen && match($0, /Oops: [a-z0-9 ]+/) { kind = substr($0, RSTART + 6, RLENGTH - 6); seen = 1; next }
 		!seen && match($0, /WARNING: CPU: [0-9]+ PID: [0-9]+ at .*/) { kind = "WARNING at " substr($0, RSTART + index(substr($0, RSTART), " at ") + 3); seen = 1; next }

@@ -13,7 +13,9 @@ set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 PREFIX LOG [QEMU_EXIT_STATUS]" >&2; exit 2; }
 prefix=$1 logf=$2 qrc=${3:-0}
 # Kernel messages that fail the dmesg-clean test (extended regex, case-sensitive).
-splat=${PPCOAL_SPLAT_RE:-'WARNING:|BUG:|Oops|Kernel panic|stalled pool|general protection'}
+# shellcheck source=tests/vm/splat.sh
+. "$(dirname "${BASH_SOURCE[0]}")/splat.sh"
+splat=${PPCOAL_SPLAT_RE:-$PPCOAL_SPLAT_DEFAULT}
 
 if [ ! -f "$logf" ]; then
 	echo "FAIL $prefix:boot: no console log (log: $logf)"
