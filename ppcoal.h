@@ -11,8 +11,65 @@
 #include <linux/skbuff.h>
 #include <linux/mm_types.h>
 #include <linux/seq_file.h>
+#include <asm/asm-offsets.h>	/* X86_call_depth, for CALL_DEPTH_ACCOUNT */
+#include <asm/ibt.h>
+#include <asm/linkage.h>
+#include <asm/nospec-branch.h>
 
 #include "ppcoal_compat.h"
+
+#ifndef CALL_DEPTH_ACCOUNT	/* no call depth tracking before 6.2 */
+#define CALL_DEPTH_ACCOUNT ""
+#endif
+
+/*
+ * PPC_HOOK_TRAMPOLINE(name, decide, nargs): the direct-call trampoline of a
+ * hook (direct_calls=1), in place of its ftrace callback. The hooked
+ * function's patched call site (fentry) calls it with the function's
+ * arguments in their registers and, on top of the stack, the address
+ * after that call site; the function's own return address (its caller)
+ * lies above. It keeps the nargs argument registers (at most 6; the hook's
+ * file asserts the function's type), calls
+ * unsigned long decide(unsigned long parent_ip) with that caller, and
+ * returns into the hooked function, or, when decide() returns an address,
+ * into that function instead, with the same arguments and caller: what a
+ * callback does by setting the instruction pointer in ftrace_regs. The
+ * stack is the same when the call comes through ftrace_regs_caller
+ * because another ftrace user shares the site: it "makes this a call to"
+ * the direct trampoline (6.1 arch/x86/kernel/ftrace_64.S:252-280, 6.12
+ * :266-310). ENDBR and the call depth accounting before a call as
+ * samples/ftrace/ftrace-direct-multi.c (6.12 :52-57) has them. The
+ * kernel keeps an 8-byte aligned stack (-mpreferred-stack-boundary=3).
+ */
+#define PPC_HOOK_TRAMPOLINE(name, decide, nargs) \
+	asm(".pushsection .text, \"ax\", @progbits\n" \
+	    ".globl " #name "\n" \
+	    ".type " #name ", @function\n" \
+	    #name ":\n\t" \
+	    ASM_ENDBR \
+	    CALL_DEPTH_ACCOUNT "\n\t" \
+	    ".if " #nargs " > 6\n\t.error \"" #name ": more than 6 arguments\"\n\t.endif\n\t" \
+	    ".if " #nargs " > 0\n\tpushq %rdi\n\t.endif\n\t" \
+	    ".if " #nargs " > 1\n\tpushq %rsi\n\t.endif\n\t" \
+	    ".if " #nargs " > 2\n\tpushq %rdx\n\t.endif\n\t" \
+	    ".if " #nargs " > 3\n\tpushq %rcx\n\t.endif\n\t" \
+	    ".if " #nargs " > 4\n\tpushq %r8\n\t.endif\n\t" \
+	    ".if " #nargs " > 5\n\tpushq %r9\n\t.endif\n\t" \
+	    "movq 8 * (" #nargs " + 1)(%rsp), %rdi\n\t" \
+	    "call " #decide "\n\t" \
+	    ".if " #nargs " > 5\n\tpopq %r9\n\t.endif\n\t" \
+	    ".if " #nargs " > 4\n\tpopq %r8\n\t.endif\n\t" \
+	    ".if " #nargs " > 3\n\tpopq %rcx\n\t.endif\n\t" \
+	    ".if " #nargs " > 2\n\tpopq %rdx\n\t.endif\n\t" \
+	    ".if " #nargs " > 1\n\tpopq %rsi\n\t.endif\n\t" \
+	    ".if " #nargs " > 0\n\tpopq %rdi\n\t.endif\n\t" \
+	    "testq %rax, %rax\n\t" \
+	    "jz 1f\n\t" \
+	    "movq %rax, (%rsp)\n" \
+	    "1:\t" \
+	    ASM_RET \
+	    ".size " #name ", .-" #name "\n" \
+	    ".popsection\n")
 
 enum ppc_mode {
 #define PPC_MODE(id, ...) \
@@ -106,6 +163,8 @@ int ppc_owner_tp_register(void);
 void ppc_owner_tp_unregister(void);
 PPC_FTRACE_CB(ppc_virtio_page_to_skb_cb);
 PPC_FTRACE_CB(ppc_virtio_build_skb_cb);
+void ppc_virtio_build_skb_tramp(void);
+unsigned long ppc_virtio_build_skb_direct(unsigned long parent_ip);
 PPC_FTRACE_CB(ppc_virtio_alloc_cb);
 PPC_FTRACE_CB(ppc_virtio_rx_frag_cb);
 

@@ -29,7 +29,8 @@
  *    FTRACE_OPS_FL_PERMANENT, as livepatch's: ftrace_enable_sysctl()
  *    refuses the write while one is registered (6.1 :8524, 6.12 :8908),
  *    and registering one while ftrace is off fails with -EBUSY.
- *  - Direct calls (direct_calls=1) replace a redirect's ops flags with the
+ *  - Direct calls (direct_calls=1) replace the ops flags of a hook with a
+ *    trampoline (every redirect, and the hooks whose row names one) with the
  *    kernel's own (6.1 :5731, 6.12 :6050): IPMODIFY and PERMANENT are
  *    gone from it. The kernel still refuses a livepatch (an IPMODIFY ops)
  *    on a function one of our direct ops holds, and our direct ops on a
@@ -46,7 +47,8 @@
  *    and is refused.
  *    Unregistering a direct ops is unregister_ftrace_function() (6.1
  *    :5775, 6.12 :6097): the same waits as above cover a CPU or task in
- *    the trampoline, which is module text too.
+ *    the trampoline, or in the function a hook's trampoline calls, which
+ *    are module text too.
  *  - Module parameters stay writable until free_module() (6.1
  *    kernel/module/main.c:755-759 and :1151-1155), after the exit
  *    function: ppc_engine_kill() makes every later attach fail, under
@@ -63,17 +65,9 @@
 #include <linux/rcupdate.h>
 #include <linux/uaccess.h>
 #include <linux/utsname.h>
-#include <asm/asm-offsets.h>	/* X86_call_depth, for CALL_DEPTH_ACCOUNT */
-#include <asm/ibt.h>
-#include <asm/linkage.h>
-#include <asm/nospec-branch.h>
 #include <asm/text-patching.h>	/* CALL_INSN_SIZE, CALL_INSN_OPCODE */
 
 #include "ppcoal.h"
-
-#ifndef CALL_DEPTH_ACCOUNT	/* no call depth tracking before 6.2 */
-#define CALL_DEPTH_ACCOUNT ""
-#endif
 
 struct ppc_hook {
 	const char *module;
@@ -81,7 +75,7 @@ struct ppc_hook {
 	enum ppc_path path;
 	enum ppc_arm arm;
 	void *replacement;	/* else ops.func is the callback */
-	void (*tramp)(void);	/* a redirect's direct-call trampoline */
+	void (*tramp)(void);	/* its direct-call trampoline, if it has one */
 	bool alt;		/* one of alternatives: may be missing */
 	int (*tp_reg)(void);	/* a tracepoint probe, not an ftrace_ops */
 	void (*tp_unreg)(void);
@@ -108,11 +102,9 @@ struct ppc_hook {
  * to the target's caller: the control flow ppc_redirect() makes through
  * the ftrace caller, in three instructions. The stack is the same when
  * the call comes through ftrace_regs_caller because another ftrace user
- * shares the site: it "makes this a call to" the direct trampoline (6.1
- * arch/x86/kernel/ftrace_64.S:252-280, 6.12 :266-310). ENDBR and
- * the call depth accounting as samples/ftrace/ftrace-direct-multi.c
- * (6.12 :52-57) has them; the movq's sign-extended 32-bit immediate holds
- * any module address (modules live in the top 2 GiB).
+ * shares the site (PPC_HOOK_TRAMPOLINE in ppcoal.h). The movq's
+ * sign-extended 32-bit immediate holds any module address (modules live
+ * in the top 2 GiB).
  */
 #define PPC_TRAMPOLINE(repl) \
 	".type " #repl "_tramp, @function\n" \
@@ -143,10 +135,10 @@ asm(".pushsection .text, \"ax\", @progbits\n"
 	".popsection\n");
 
 static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
-#define PPC_HOOK(id, p, a, mod, sym, cb, ipmod, alternative) \
+#define PPC_HOOK(id, p, a, mod, sym, cb, tr, ipmod, alternative) \
 	[PPC_HOOK_##id] = { .module = mod, .symbol = sym, \
 			    .path = PPC_PATH_##p, .arm = PPC_ARM_##a, \
-			    .alt = alternative, \
+			    .alt = alternative, .tramp = tr, \
 			    .ops.func = cb, .ops.flags = PPC_OPS_FLAGS(ipmod) },
 #define PPC_REDIRECT(id, p, a, mod, sym, repl, alternative) \
 	[PPC_HOOK_##id] = { .module = mod, .symbol = sym, \
@@ -203,7 +195,7 @@ static char ppc_debver[32] = "unknown";	/* this kernel's, set at init */
 static bool direct_calls;
 module_param(direct_calls, bool, 0444);
 MODULE_PARM_DESC(direct_calls,
-		 "load-time: enter the replacement functions through ftrace direct calls, a trampoline the patched call site calls itself (fewer instructions per call; while a path is attached, no BPF fentry/fexit program can attach to its replaced function) (default 0)");
+		 "load-time: enter the replacement functions and the build_skb hook through ftrace direct calls, a trampoline the patched call site calls itself (fewer instructions per call; while a path is attached, no BPF fentry/fexit program can attach to the functions it hooks so) (default 0)");
 
 /* direct_calls=1 is in effect (the kernel can do direct calls). */
 static bool ppc_direct;
@@ -453,8 +445,10 @@ static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
  *    tests/vm/emulator-fault.sh reads this line);
  *  - anything else: the kernel broke ftrace's contract. @op is then not
  *    trusted: its callback is read with get_kernel_nofault().
- * The arguments keep ppc_redirect()'s first three where they are, so that
- * its fast path moves no register.
+ * Two WARN_ONCE()s, each with its own once: an emulator's stale
+ * translation warned about first cannot hide a later breach of ftrace's
+ * contract. The arguments keep ppc_redirect()'s first three where they
+ * are, so that its fast path moves no register.
  * Without the check a callback hook's ops sends the CPU to address 0, as
  * once in CI of cdbfd69 (6.1.0-57, multi-threaded TCG, rmmod-race: RIP 0,
  * the stack's top the return into net_rx_action() from its call of
@@ -1063,7 +1057,7 @@ static void ppc_direct_init(void)
 		return;
 	}
 	ppc_direct = true;
-	pr_info("direct_calls=1: the replacements are entered through direct-call trampolines\n");
+	pr_info("direct_calls=1: the replacements and the hooks with a trampoline are entered through direct calls\n");
 }
 
 /**
@@ -1083,13 +1077,15 @@ int ppc_engine_init(void)
 		ppc_refuse_unverified(i);
 	ppc_direct_init();
 	for (i = 0; i < PPC_NR_HOOKS; i++) {
-		if (!ppc_hooks[i].replacement)
-			continue;
-		if (ppc_hook_direct(&ppc_hooks[i]))
-			/* register_ftrace_direct*() sets both */
-			ppc_hooks[i].ops.flags = 0;
-		else
-			ppc_hooks[i].ops.func = ppc_redirect;
+		struct ppc_hook *h = &ppc_hooks[i];
+
+		if (ppc_hook_direct(h)) {
+			/* register_ftrace_direct*() sets both (6.12 wants no func) */
+			h->ops.flags = 0;
+			h->ops.func = NULL;
+		} else if (h->replacement) {
+			h->ops.func = ppc_redirect;
+		}
 	}
 	return register_module_notifier(&ppc_module_nb);
 }

@@ -74,7 +74,7 @@ PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
 #ifdef PPC_HOOK
 /*
  * PPC_REDIRECT(id, path, arm, module, symbol, replacement, alt) and
- * PPC_HOOK(id, path, arm, module, symbol, callback, ipmodify, alt), one
+ * PPC_HOOK(id, path, arm, module, symbol, callback, tramp, ipmodify, alt), one
  * sequence (a consumer defines both): arm says when the hook is live: PATH
  * while the path is not off, ON only while it is on, OBSERVE only while
  * it is observe (and attached), LEARN only while
@@ -84,7 +84,9 @@ PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
  * one such user per function, so it conflicts with a livepatch of it),
  * through an ftrace callback or, with direct_calls=1, through a trampoline
  * the patched call site calls itself. A hook's callback is a counting
- * ftrace callback; ipmodify: it may change the instruction pointer. alt:
+ * ftrace callback; tramp: NULL, or the trampoline (PPC_HOOK_TRAMPOLINE)
+ * that direct_calls=1 has the call site call instead, which does the
+ * callback's work; ipmodify: it may change the instruction pointer. alt:
  * one of alternatives (functions that may be inlined or renamed): a
  * missing one is skipped, one of its arm must attach.
  */
@@ -93,33 +95,33 @@ PPC_REDIRECT(COALESCE, COALESCE, PATH, NULL, "skb_try_coalesce",
 PPC_REDIRECT(RECYCLE, RECYCLE, PATH, NULL, PPC_RECYCLE_TARGET,
 	     ppc_recycle_put, false)
 PPC_HOOK(POLL_ENTER, RECYCLE, ON, NULL, "__napi_poll",
-	 ppc_owner_poll_cb, false, false)
+	 ppc_owner_poll_cb, NULL, false, false)
 PPC_HOOK(POOL_DESTROY, RECYCLE, ON, NULL, "page_pool_destroy",
-	 ppc_owner_pool_destroy_cb, false, false)
+	 ppc_owner_pool_destroy_cb, NULL, false, false)
 PPC_HOOK(NAPI_DEL, RECYCLE, ON, NULL, "__netif_napi_del",
-	 ppc_owner_napi_del_cb, false, false)
+	 ppc_owner_napi_del_cb, NULL, false, false)
 #ifdef PPC_HAVE_PP_DISABLE_DIRECT
 PPC_HOOK(PP_DISABLE, RECYCLE, ON, NULL, "page_pool_disable_direct_recycling",
-	 ppc_owner_pp_disable_cb, false, false)
+	 ppc_owner_pp_disable_cb, NULL, false, false)
 #endif
 PPC_HOOK(LEARN_ALLOC, RECYCLE, LEARN, NULL, "page_pool_alloc_pages",
-	 ppc_owner_alloc_cb, false, true)
+	 ppc_owner_alloc_cb, NULL, false, true)
 #ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
 PPC_HOOK(LEARN_NETMEMS, RECYCLE, LEARN, NULL, PPC_PP_ALLOC_NETMEM_TARGET,
-	 ppc_owner_alloc_cb, false, true)
+	 ppc_owner_alloc_cb, NULL, false, true)
 PPC_HOOK(LEARN_FRAG, RECYCLE, LEARN, NULL, "page_pool_alloc_frag_netmem",
-	 ppc_owner_alloc_cb, false, true)
+	 ppc_owner_alloc_cb, NULL, false, true)
 #else
 PPC_HOOK(LEARN_FRAG, RECYCLE, LEARN, NULL, "page_pool_alloc_frag",
-	 ppc_owner_alloc_cb, false, true)
+	 ppc_owner_alloc_cb, NULL, false, true)
 #endif
 PPC_HOOK(PAGE_TO_SKB, VIRTIO, PATH, "virtio_net", "page_to_skb",
-	 ppc_virtio_page_to_skb_cb, false, false)
+	 ppc_virtio_page_to_skb_cb, NULL, false, false)
 PPC_HOOK(BUILD_SKB, VIRTIO, PATH, NULL, "build_skb",
-	 ppc_virtio_build_skb_cb, true, false)
+	 ppc_virtio_build_skb_cb, ppc_virtio_build_skb_tramp, true, false)
 /* every driver's receive path calls these two: counted in observe alone */
 PPC_HOOK(NAPI_ALLOC, VIRTIO, OBSERVE, NULL, PPC_NAPI_ALLOC_TARGET,
-	 ppc_virtio_alloc_cb, false, false)
+	 ppc_virtio_alloc_cb, NULL, false, false)
 PPC_HOOK(RX_FRAG, VIRTIO, OBSERVE, NULL, PPC_RX_FRAG_TARGET,
-	 ppc_virtio_rx_frag_cb, false, false)
+	 ppc_virtio_rx_frag_cb, NULL, false, false)
 #endif

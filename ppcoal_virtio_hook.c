@@ -14,10 +14,14 @@
  * instructions (README "Hook cost"), which on need not pay.
  *
  * All callbacks here are notrace, take no locks and call nothing.
+ * With direct_calls=1, build_skb's call site calls a trampoline instead of
+ * the ftrace caller (PPC_HOOK_TRAMPOLINE), which asks the same question as
+ * the callback: ppc_virtio_build_skb_divert().
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/hardirq.h>
+#include <linux/build_bug.h>
 #include <linux/minmax.h>
 #include <linux/skbuff.h>
 
@@ -142,23 +146,18 @@ void notrace ppc_virtio_page_to_skb_cb(unsigned long ip,
 	this_cpu_write(ppc_ptskb_open, true);
 }
 
-/**
- * ppc_virtio_build_skb_cb() - ftrace callback on build_skb
- * @ip: traced function
- * @parent_ip: its caller
- * @op: our ftrace_ops
- * @fregs: arguments
- *
- * From the virtio receive path in softirq and with virtio=on, the call
- * continues in napi_build_skb(): same arguments, same return type.
+/*
+ * A build_skb() call from @parent_ip: counted, and where it continues:
+ * from the virtio receive path in softirq and with virtio=on, in
+ * napi_build_skb() (same arguments, same return type); else 0, in
+ * build_skb() itself.
  */
-void notrace ppc_virtio_build_skb_cb(unsigned long ip, unsigned long parent_ip,
-				     struct ftrace_ops *op,
-				     struct ftrace_regs *fregs)
+static __always_inline unsigned long
+ppc_virtio_build_skb_divert(unsigned long parent_ip)
 {
 	if (!ppc_from_rx_path(parent_ip)) {
 		ppc_count(VI_OTHER_BUILD_SKB);
-		return;
+		return 0;
 	}
 	ppc_count(VI_RX_BUILD_SKB);
 	if (ppc_in(PPC_CALLER_PAGE_TO_SKB, parent_ip)) {
@@ -166,15 +165,57 @@ void notrace ppc_virtio_build_skb_cb(unsigned long ip, unsigned long parent_ip,
 		this_cpu_write(ppc_ptskb_open, false);
 	}
 	if (ppc_path_mode(VIRTIO) != PPC_MODE_ON)
-		return;
+		return 0;
 	/* napi_build_skb() uses the per-CPU NAPI cache: BHs must be off. */
 	if (!in_softirq() || in_hardirq()) {
 		ppc_count(VI_SUBST_NOT_SOFTIRQ);
-		return;
+		return 0;
 	}
 	ppc_count(VI_SUBST);
-	ppc_fregs_set_ip(fregs, (unsigned long)napi_build_skb);
+	return (unsigned long)napi_build_skb;
 }
+
+/**
+ * ppc_virtio_build_skb_cb() - ftrace callback on build_skb
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments
+ */
+void notrace ppc_virtio_build_skb_cb(unsigned long ip, unsigned long parent_ip,
+				     struct ftrace_ops *op,
+				     struct ftrace_regs *fregs)
+{
+	unsigned long to = ppc_virtio_build_skb_divert(parent_ip);
+
+	if (to)
+		ppc_fregs_set_ip(fregs, to);
+}
+
+/**
+ * ppc_virtio_build_skb_direct() - build_skb's hook through its trampoline
+ * @parent_ip: build_skb's caller
+ *
+ * Called by ppc_virtio_build_skb_tramp (direct_calls=1), which keeps
+ * build_skb's arguments.
+ *
+ * Return: the function to continue in instead of build_skb, or 0.
+ */
+unsigned long notrace ppc_virtio_build_skb_direct(unsigned long parent_ip)
+{
+	return ppc_virtio_build_skb_divert(parent_ip);
+}
+
+/*
+ * build_skb(void *data, unsigned int frag_size) and napi_build_skb() take
+ * two arguments (6.1 net/core/skbuff.c:337 and :407, 6.12 :492 and :560):
+ * the trampoline keeps two registers, and the build fails if either
+ * function changes type.
+ */
+static_assert(__same_type(&build_skb, &napi_build_skb));
+static_assert(__same_type(&build_skb,
+			  struct sk_buff *(*)(void *, unsigned int)));
+PPC_HOOK_TRAMPOLINE(ppc_virtio_build_skb_tramp, ppc_virtio_build_skb_direct, 2);
 
 /**
  * ppc_virtio_alloc_cb() - ftrace callback on napi_alloc_skb
