@@ -880,6 +880,15 @@ bpf_refused() {
 	traffic_window "$2"
 	gt "$(delta "$1.calls" /tmp/a /tmp/b)" 0 "$2: ppcoal's shadow runs"
 }
+# build_both LABEL: 600-byte datagrams; ppcoal's build_skb hook and the
+# BPF program each see every call
+build_both() {
+	b0=$(bpf_count)
+	build_window "$1"
+	b1=$(bpf_count)
+	gt "$(build_calls)" 100 "$1: ppcoal's hook runs"
+	sees_every_call "$1" "the BPF program" "$((b1 - b0))" "$(build_calls)"
+}
 # bpf_unload_beside LABEL: ppcoal unloads under traffic beside the
 # program, which then goes on counting calls
 bpf_unload_beside() {
@@ -961,11 +970,7 @@ if want bpf-fentry; then
 			gt "$(build_calls)" 100 "$l: ppcoal's hook runs"
 		else
 			bpf_start $kind build_skb || bad "$l: $(cat /tmp/bpf.out)"
-			b0=$(bpf_count)
-			build_window "$l"
-			b1=$(bpf_count)
-			gt "$(build_calls)" 100 "$l: ppcoal's hook runs"
-			sees_every_call "$l" "the BPF program" "$((b1 - b0))" "$(build_calls)"
+			build_both "$l"
 			bpf_stop
 		fi
 		ppcoal_unload || bad "rmmod ppcoal"
@@ -986,11 +991,7 @@ if want bpf-fentry; then
 			eq "$(val virtio.state)" attached "$l: virtio attached after the BPF program"
 		else
 			eq "$(val virtio.state)" attached "$l: virtio attached"
-			b0=$(bpf_count)
-			build_window "$l"
-			b1=$(bpf_count)
-			gt "$(build_calls)" 100 "$l: ppcoal's hook runs"
-			sees_every_call "$l" "the BPF program" "$((b1 - b0))" "$(build_calls)"
+			build_both "$l"
 			bpf_stop
 		fi
 		ppcoal_unload || bad "rmmod ppcoal"
