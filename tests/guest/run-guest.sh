@@ -880,6 +880,20 @@ bpf_refused() {
 	traffic_window "$2"
 	gt "$(delta "$1.calls" /tmp/a /tmp/b)" 0 "$2: ppcoal's shadow runs"
 }
+# bpf_first KIND FUNC LABEL: a KIND program on FUNC, then ppcoal (observe)
+bpf_first() {
+	bpf_start $1 "$2" || bad "$3: $(cat /tmp/bpf.out)"
+	ppcoal_load mode=observe || bad "$3: insmod ppcoal beside the BPF program"
+}
+# refused_for_bpf PATH FUNC OTHER LABEL (direct calls): PATH is unavailable,
+# the BPF trampoline on FUNC named as the reason, and OTHER attached
+refused_for_bpf() {
+	case "$(val $1.state)" in
+	"unavailable: $2 is already modified by "*"direct-call user (a BPF trampoline?)"*) ;;
+	*) bad "$4: $1.state: $(val $1.state)" ;;
+	esac
+	eq "$(val $3.state)" attached "$4: $3 attached"
+}
 # build_both LABEL: 600-byte datagrams; ppcoal's build_skb hook and the
 # BPF program each see every call
 build_both() {
@@ -929,14 +943,9 @@ if want bpf-fentry; then
 			fi
 			# the BPF program first
 			l="$kind $f, BPF first"
-			bpf_start $kind "$f" || bad "$l: $(cat /tmp/bpf.out)"
-			ppcoal_load mode=observe || bad "$l: insmod ppcoal beside the BPF program"
+			bpf_first $kind "$f" "$l"
 			if [ "$(val hook_calls)" = direct ]; then
-				case "$(val $path.state)" in
-				"unavailable: $f is already modified by "*"direct-call user (a BPF trampoline?)"*) ;;
-				*) bad "$l: $path.state: $(val $path.state)" ;;
-				esac
-				eq "$(val $other.state)" attached "$l: $other attached"
+				refused_for_bpf $path "$f" $other "$l"
 				traffic_window "$l"
 				bpf_stop
 				sh_d=$(delta $path.calls /tmp/a /tmp/b)
@@ -975,14 +984,9 @@ if want bpf-fentry; then
 		fi
 		ppcoal_unload || bad "rmmod ppcoal"
 		l="$kind build_skb, BPF first"
-		bpf_start $kind build_skb || bad "$l: $(cat /tmp/bpf.out)"
-		ppcoal_load mode=observe || bad "$l: insmod ppcoal beside the BPF program"
+		bpf_first $kind build_skb "$l"
 		if [ "$(val hook_calls)" = direct ]; then
-			case "$(val virtio.state)" in
-			"unavailable: build_skb is already modified by "*"direct-call user (a BPF trampoline?)"*) ;;
-			*) bad "$l: virtio.state: $(val virtio.state)" ;;
-			esac
-			eq "$(val coalesce.state)" attached "$l: coalesce attached"
+			refused_for_bpf virtio build_skb coalesce "$l"
 			build_window "$l"
 			bpf_stop
 			gt "$bpfcalls" 100 "$l: the BPF program runs"
