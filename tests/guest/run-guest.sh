@@ -455,7 +455,7 @@ kev_del() {
 # build_skb's caller from ftrace and goes on substituting; a direct call's
 # trampoline finds only the kprobe's return trampoline where the caller
 # was, so it takes every call for another driver's and substitutes none,
-# as stock would (README "direct_calls").
+# as stock would (README "Direct calls").
 if want virtio-on; then
 	begin virtio-on
 	ppcoal_load mode=observe virtio=on || bad "insmod"
@@ -796,7 +796,7 @@ fi
 # fexit trampoline calls the redirected address: ppcoal's shadow); ppcoal
 # unloads under traffic beside it. With direct calls (direct_calls=1)
 # whichever comes second is refused with EBUSY (6.1
-# kernel/trace/ftrace.c:5714; README "direct_calls") and the first keeps
+# kernel/trace/ftrace.c:5714; README "Direct calls") and the first keeps
 # working.
 
 # bpf_func PATH: the function ppcoal's PATH redirects, by the kernel's
@@ -1008,7 +1008,7 @@ fi
 # ppcoal_kprobe.c), armed once the kernel's IPMODIFY kprobe ops is live:
 # beside ppcoal's ftrace callback (also IPMODIFY) ftrace refuses it with
 # EBUSY; beside a direct call it is the one IPMODIFY user ftrace lets in
-# (README "direct_calls"). Measured here: the probe's handlers and
+# (README "Direct calls"). Measured here: the probe's handlers and
 # ppcoal's shadow then all run on every call (the probe moves no IP), and
 # ppcoal unloads beside it. A probe armed first makes ppcoal's coalesce
 # unavailable in both modes.
@@ -2289,8 +2289,12 @@ if want insn-direct; then
 		insn_check insn-direct-$op less $op-direct-observe $op-ftrace-observe insns 20
 	done
 	insn_check insn-direct-build_skb less build_skb-direct-observe build_skb-ftrace-observe insns 15
+	# build_skb's bounds, read by the observe and the on checks
+	bsb_ftrace=60
+	bsb_direct=28
 	for c in coalesce-ftrace-60 coalesce-direct-25 recycle-ftrace-80 recycle-direct-40 \
-		build_skb-ftrace-60 build_skb-direct-28 rx_frag-ftrace-100 rx_frag-direct-100; do
+		build_skb-ftrace-$bsb_ftrace build_skb-direct-$bsb_direct \
+		rx_frag-ftrace-100 rx_frag-direct-100; do
 		g=${c%-*}
 		insn_check insn-hook-$g most $g-observe $g-off insns ${c##*-}
 		insn_check insn-hook-$g-spread-off spread $g-off insns 2
@@ -2300,8 +2304,7 @@ if want insn-direct; then
 	# branch (the OBSERVE arm): every other driver's napi_alloc_skb and
 	# skb_add_rx_frag run as with virtio=off (80 / 88 more before)
 	for h in ftrace direct; do
-		b=60
-		[ $h = ftrace ] || b=28
+		eval "b=\$bsb_$h"
 		insn_check insn-hook-build_skb-$h-on most build_skb-$h-on build_skb-$h-off insns $b
 		insn_check insn-hook-rx_frag-$h-on most rx_frag-$h-on rx_frag-$h-off insns 10
 		insn_check insn-hook-rx_frag-$h-spread-on spread rx_frag-$h-on insns 2
