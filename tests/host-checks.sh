@@ -17,6 +17,8 @@
 #   digest, collect  the evidence tests/run prints for a failed boot
 #   insn-windows     tests/vm/insn-windows.sh's per-unit counts and its checks,
 #                    on marks and windows whose counts are known
+#   readme-refs      every README "Section" the tree cites begins a heading of
+#                    README.md
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
@@ -28,6 +30,18 @@ if [ "$want" = "$have" ]; then
 	echo "PASS host:readme-counters"
 else
 	echo "FAIL host:readme-counters: README.md counter table differs from scripts/ppcoal-doc markdown"
+fi
+
+heads=$(sed -n 's/^#\{1,6\} //p' README.md)
+missing=$(git ls-files -z -- . ':!tests/vm/testdata' ':!tests/host-checks.sh' | xargs -0 grep -ohE 'README "[^"]+"' |
+	sed 's/^README "\(.*\)"$/\1/' | sort -u | while IFS= read -r ref; do
+		printf '%s\n' "$heads" | awk -v r="$ref" 'index($0, r) == 1 { f = 1 } END { exit !f }' ||
+			printf '"%s" ' "$ref"
+	done)
+if [ -z "$missing" ]; then
+	echo "PASS host:readme-refs"
+else
+	echo "FAIL host:readme-refs: cited but no README.md heading begins with it: $missing"
 fi
 
 # checkpatch.pl with its data files, extracted once from linux-source-6.1.
