@@ -19,6 +19,8 @@
 #                    on marks and windows whose counts are known
 #   readme-refs      every README "Section" the tree cites begins a heading of
 #                    README.md
+#   sanitizers-armed parse-log.sh fails a debug boot whose log lacks a line of
+#                    kernels.sh's PPCOAL_DEBUG_ARMED, naming it
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
@@ -303,6 +305,28 @@ if [ -z "$why" ]; then
 	echo "PASS host:digest"
 else
 	echo "FAIL host:digest: $why"
+fi
+
+# sanitizers-armed: a log with every sanitizer's line passes, one without
+# KFENCE's (a Debian 13 debug boot before kfence.sample_interval) fails and
+# names it, a stock boot (no PPCOAL_ARMED) prints no such result
+why=""
+armed=$(bash -c '. tests/vm/kernels.sh && printf "%s\n" "$PPCOAL_DEBUG_ARMED"')
+sl=$(mktemp)
+{ awk '{ print "[    1.0] " $0 }' <<<"$armed"; echo PPCOAL-DONE; } >"$sl"
+r=$(PPCOAL_ARMED=$armed tests/vm/parse-log.sh k "$sl" | grep armed)
+[ "$r" = "PASS k:sanitizers-armed" ] || why="all armed gave \"$r\""
+grep -v kfence "$sl" >"$sl.nok"
+r=$(PPCOAL_ARMED=$armed tests/vm/parse-log.sh k "$sl.nok" | grep armed)
+[[ "$r" == "FAIL k:sanitizers-armed: not in the log: \"kfence: initialized\" "* ]] ||
+	why="$why${why:+; }no KFENCE gave \"$r\""
+r=$(env -u PPCOAL_ARMED tests/vm/parse-log.sh k "$sl.nok" | grep armed)
+[ -z "$r" ] || why="$why${why:+; }a stock boot gave \"$r\""
+rm -f "$sl" "$sl.nok"
+if [ -z "$why" ]; then
+	echo "PASS host:sanitizers-armed"
+else
+	echo "FAIL host:sanitizers-armed: $why"
 fi
 
 # tests/run's collect() under tests/run's own errexit: counts PASS and FAIL

@@ -443,6 +443,16 @@ PPCOAL_DEBUG_ENABLE="KASAN KASAN_GENERIC KASAN_INLINE KFENCE DEBUG_VM DEBUG_LIST
 	NET_DEV_REFCNT_TRACKER NET_NS_REFCNT_TRACKER FAULT_INJECTION FAILSLAB
 	FAIL_PAGE_ALLOC FAULT_INJECTION_DEBUG_FS FUNCTION_ERROR_INJECTION
 	FAIL_FUNCTION DEBUG_INFO_NONE"
+# What each sanitizer prints at boot once it is armed: a debug boot whose
+# log lacks one fails sanitizers-armed (parse-log.sh, PPCOAL_ARMED). KFENCE
+# built in is not armed by itself: Debian 13's config has
+# CONFIG_KFENCE_SAMPLE_INTERVAL=0 (6.1's: 100), so the debug boots set
+# kfence.sample_interval (tests/run, DEBUG_CMD).
+# shellcheck disable=SC2034 # read by tests/run
+PPCOAL_DEBUG_ARMED="kasan: KernelAddressSanitizer initialized
+kfence: initialized
+Lock dependency validator
+DMA-API: debugging enabled"
 PPCOAL_DEBUG_DISABLE="KASAN_OUTLINE DEBUG_INFO DEBUG_INFO_DWARF4 DEBUG_INFO_DWARF5
 	DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT DEBUG_INFO_BTF MODULE_SIG MODULE_SIG_ALL"
 # The modules the guest loads (initramfs.sh): localmodconfig keeps them and

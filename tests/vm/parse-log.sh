@@ -7,7 +7,9 @@
 #   PASS PREFIX:name
 #   FAIL PREFIX:name: reason (log: LOG)
 # Tests: every "PPCOAL-RESULT PASS|FAIL name [reason]" line of the guest,
-# PREFIX:boot (PPCOAL-DONE seen) and PREFIX:dmesg-clean (no kernel splat).
+# PREFIX:boot (PPCOAL-DONE seen) and PREFIX:dmesg-clean (no kernel splat);
+# with PPCOAL_ARMED (lines, one per sanitizer: what it prints once armed),
+# PREFIX:sanitizers-armed (every one of them in the log).
 set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 PREFIX LOG [QEMU_EXIT_STATUS]" >&2; exit 2; }
@@ -50,6 +52,17 @@ else
 	fi
 	last=$(clean | grep -v -e '^qemu-system' -e '^[[:space:]]*$' | tail -n1 || true)
 	echo "FAIL $prefix:boot: $why; last console line: ${last:0:160} (log: $logf)"
+fi
+
+if [ -n "${PPCOAL_ARMED:-}" ]; then
+	unarmed=$(while IFS= read -r a; do
+		clean | grep -F -- "$a" >/dev/null || printf '"%s" ' "$a"
+	done <<<"$PPCOAL_ARMED")
+	if [ -z "$unarmed" ]; then
+		echo "PASS $prefix:sanitizers-armed"
+	else
+		echo "FAIL $prefix:sanitizers-armed: not in the log: $unarmed(log: $logf)"
+	fi
 fi
 
 if [ -n "$first_splat" ]; then
