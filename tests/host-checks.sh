@@ -34,13 +34,19 @@ else
 	echo "FAIL host:readme-counters: README.md counter table differs from scripts/ppcoal-doc markdown"
 fi
 
+# (no file list or no citation found fails: the check must have read some)
 heads=$(sed -n 's/^#\{1,6\} //p' README.md)
-missing=$(git ls-files -z -- . ':!tests/vm/testdata' ':!tests/host-checks.sh' | xargs -0 grep -ohE 'README "[^"]+"' |
-	sed 's/^README "\(.*\)"$/\1/' | sort -u | while IFS= read -r ref; do
-		printf '%s\n' "$heads" | awk -v r="$ref" 'index($0, r) == 1 { f = 1 } END { exit !f }' ||
-			printf '"%s" ' "$ref"
-	done)
-if [ -z "$missing" ]; then
+refs=""
+files=$(git ls-files -- . ':!tests/vm/testdata' ':!tests/host-checks.sh') && [ -n "$files" ] &&
+	refs=$(printf '%s\n' "$files" | tr '\n' '\0' | xargs -0 grep -ohE 'README "[^"]+"' |
+		sed 's/^README "\(.*\)"$/\1/' | sort -u)
+missing=$(printf '%s\n' "$refs" | while IFS= read -r ref; do
+	[ -z "$ref" ] || printf '%s\n' "$heads" | awk -v r="$ref" 'index($0, r) == 1 { f = 1 } END { exit !f }' ||
+		printf '"%s" ' "$ref"
+done)
+if [ -z "$refs" ]; then
+	echo "FAIL host:readme-refs: no README \"Section\" citation found (git ls-files failed or listed nothing)"
+elif [ -z "$missing" ]; then
 	echo "PASS host:readme-refs"
 else
 	echo "FAIL host:readme-refs: cited but no README.md heading begins with it: $missing"
