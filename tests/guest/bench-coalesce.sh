@@ -26,10 +26,8 @@ net_up >/dev/null 2>&1
 gro=$(sed -n 's/.*ppcoal\.gro=\([01]\).*/\1/p' /proc/cmdline)
 fixture_up frag_pool=0 linear=0 gro="${gro:-1}" || { echo "BENCH-ERROR fixture"; exit 0; }
 echo "BENCH-INFO fixture gro=$(cat /sys/module/ppcoal_fixture/parameters/gro)"
-default=$(cat $P/clone_policy)
-echo detach >$P/clone_policy 2>/dev/null && default=detach
-refuse=legacy
-echo refuse >$P/clone_policy 2>/dev/null && refuse=refuse
+# 6.1: on = detach, refuse = refuse; 6.12: on = upstream, refuse = legacy
+if on_61; then default=detach refuse=refuse; else default=upstream refuse=legacy; fi
 echo $default >$P/clone_policy
 stallers="PruneCalled TCPRcvCollapsed RcvPruned TCPRcvQDrop TCPBacklogDrop TCPLostRetransmit TCPTimeouts TCPSlowStartRetrans TCPFastRetrans"
 one() { # one MODE LEN REP TAP

@@ -15,7 +15,8 @@ TARGET=$PEER
 # Current test; failures are collected and reported once per test.
 T=""
 TFAIL=""
-begin() { T=$1; TFAIL=""; echo "=== test $T"; }
+# "=== test T at S s": S the guest's uptime, for the test's duration
+begin() { T=$1; TFAIL=""; echo "=== test $T at $(cut -d' ' -f1 /proc/uptime) s"; }
 bad() { TFAIL="$TFAIL${TFAIL:+; }$*"; echo "  FAIL: $*"; }
 end() {
 	if [ -z "$TFAIL" ]; then
@@ -37,7 +38,8 @@ le() { [ "$1" -le "$2" ] 2>/dev/null || bad "$3 ($1 > $2)"; }
 # page_pool_return_skb_page; 6.12's is napi_pp_put_page)
 on_61() { [ "$(val recycle_target)" = page_pool_return_skb_page ]; }
 # val NAME [FILE]: value of a stats line (MISSING if absent)
-val() { awk -v k="$1" '$1 == k { sub(/^[^ ]+ /, ""); print; f = 1 } END { if (!f) print "MISSING" }' "${2:-$S}"; }
+# (a state line's key ends with a colon, a counter's does not: format 2)
+val() { awk -v k="$1" '{ n = $1; sub(/:$/, "", n) } n == k { sub(/^[^ ]+ /, ""); print; f = 1 } END { if (!f) print "MISSING" }' "${2:-$S}"; }
 snap() { cat "$S" >"$1"; }
 # delta NAME A B: counter change between two snapshots
 delta() { echo $(($(val "$1" "$3") - $(val "$1" "$2"))); }
@@ -423,4 +425,112 @@ bench_init() {
 		{ echo "BENCH-ERROR insmod ppcoal"; echo BENCH-DONE; exit 0; }
 	[ "$(val hook_calls)" = "$(hook_calls_want)" ] ||
 		{ echo "BENCH-ERROR hook_calls $(val hook_calls), not $(hook_calls_want)"; echo BENCH-DONE; exit 0; }
+}
+
+# ---------------------------------------------------------------------------
+# Shared by the guest tests' area files (tests/guest/tests.tsv names them).
+
+cleanup() {
+	traffic_stop 2>/dev/null
+	pkillf bpffentry
+	ppcoal_unload 2>/dev/null
+	grep -q '^ppcoal_conflict ' /proc/modules && rmmod ppcoal_conflict
+	grep -q '^ppcoal_kprobe ' /proc/modules && rmmod ppcoal_kprobe
+	grep -q '^ppcoal_microbench ' /proc/modules && rmmod ppcoal_microbench
+	grep -q '^ppcoal_differential ' /proc/modules && rmmod ppcoal_differential
+	grep -q '^ppcoal_virtio_diff ' /proc/modules && rmmod ppcoal_virtio_diff
+	fixture_down >/dev/null 2>&1
+	# a test's kprobe events (kev_add)
+	if [ -n "$(cat /sys/kernel/tracing/kprobe_events 2>/dev/null)" ]; then
+		echo 0 >/sys/kernel/tracing/events/kprobes/enable
+		echo >/sys/kernel/tracing/kprobe_events
+	fi
+	echo "$1" >/dev/null
+}
+
+hooked() { grep -q "^$1 " /sys/kernel/tracing/enabled_functions; }
+# The virtio path's hooks in observe alone (ppcoal_tables.h, OBSERVE arm):
+# rxf_hooked MODE checks they are in enabled_functions in observe, not else.
+case $(uname -r) in
+6.1.*) RXF_HOOKS="__napi_alloc_skb skb_add_rx_frag" ;;
+*) RXF_HOOKS="napi_alloc_skb skb_add_rx_frag_netmem" ;;
+esac
+rxf_hooked() {
+	for f in $RXF_HOOKS; do
+		case $1 in
+		observe) hooked $f || bad "virtio $1: $f not in enabled_functions" ;;
+		*) ! hooked $f || bad "virtio $1: $f in enabled_functions (observe alone counts the copy branch)" ;;
+		esac
+	done
+}
+
+# Stats must be well formed and name exactly the table's counters.
+check_stats_format() {
+	[ -r "$S" ] || { bad "stats not readable"; return; }
+	eq "$(stat -c %a "$S" 2>/dev/null || ls -l "$S" | cut -c1-10)" 444 "stats mode"
+	eq "$(head -n 1 "$S")" "format 2" "first line"
+	# after it: state lines "key: text", counter lines "path.name digits"
+	awk 'NR > 1 && !/^[a-z0-9_.]+: .*$/ && !/^[a-z0-9_]+\.[a-z0-9_]+ [0-9]+$/ { print "bad line: " $0; e = 1 } END { exit e }' "$S" ||
+		bad "malformed stats line"
+	eq "$(val release)" "$(uname -r)" "release line"
+	eq "$(val version)" "$(cat /sys/module/ppcoal/version)" "version line = modinfo version"
+	[ "$(val version)" != unknown ] || bad "version unknown (dkms.conf not read at build)"
+	for p in coalesce recycle virtio; do
+		case "$(val $p.mode)" in off | observe | on) ;; *) bad "$p.mode missing" ;; esac
+		[ "$(val $p.state)" != MISSING ] || bad "$p.state missing"
+		case "$(val $p.verified)" in listed | local | no) ;; *) bad "$p.verified: $(val $p.verified)" ;; esac
+	done
+	counter_names | while read -r n; do
+		case "$(val "$n")" in
+		'' | *[!0-9]*) echo "  FAIL: counter $n: $(val "$n")"; echo x >>/tmp/fmt.err ;;
+		esac
+	done
+	[ ! -e /tmp/fmt.err ] || { bad "counters missing or not numeric"; rm -f /tmp/fmt.err; }
+	# the counters: every line whose key has no colon, found with no key list
+	got=$(awk 'NR > 1 && $1 !~ /:$/ { print $1 }' "$S" | sort)
+	eq "$(echo "$got" | tr '\n' ' ')" "$(counter_names | sort | tr '\n' ' ')" "counter set = table"
+}
+
+# calls = sum of outcomes, per path (snapshots A B)
+check_sums() {
+	a=$1 b=$2
+	eq "$(delta coalesce.calls $a $b)" "$(sumd $a $b coalesce.refused_to_cloned \
+		coalesce.refused_pp_mismatch coalesce.refused_pp_cloned coalesce.refused_unreadable \
+		coalesce.refused_frag_list coalesce.refused_zcopy coalesce.refused_too_many_frags \
+		coalesce.refused_head_locked coalesce.refused_clone_policy \
+		coalesce.refused_frag_bias coalesce.copied coalesce.head_stolen \
+		coalesce.frags_moved)" "coalesce.calls = sum of outcomes"
+	eq "$(delta recycle.calls $a $b)" "$(sumd $a $b recycle.not_pp recycle.ring recycle.direct recycle.upstream_direct)" \
+		"recycle.calls = not_pp + ring + direct + upstream_direct"
+	if [ "$(val recycle.mode $a)$(val recycle.mode $b)" = onon ]; then
+		eq "$(sumd $a $b recycle.deny_not_softirq recycle.deny_owner_unknown \
+			recycle.deny_owner_elsewhere recycle.deny_pool_shared \
+			recycle.deny_not_eligible)" \
+			"$(delta recycle.ring $a $b)" "recycle on: every ring put has a deny reason"
+	fi
+	# the copy branch is counted in observe alone (the OBSERVE arm)
+	case $(val virtio.mode $a)$(val virtio.mode $b) in
+	observeobserve)
+		eq "$(delta virtio.page_to_skb_calls $a $b)" \
+			"$(sumd $a $b virtio.page_to_skb_build virtio.page_to_skb_copy)" \
+			"virtio.page_to_skb_calls = build + copy"
+		[ "$(delta virtio.page_to_skb_frags $a $b)" -le "$(delta virtio.page_to_skb_copy $a $b)" ] ||
+			bad "virtio.page_to_skb_frags > page_to_skb_copy"
+		;;
+	onon)
+		eq "$(sumd $a $b virtio.page_to_skb_copy virtio.page_to_skb_frags)" 0 \
+			"virtio on: the copy branch's counters (observe alone)"
+		;;
+	esac
+	[ "$(delta virtio.page_to_skb_build $a $b)" -le "$(delta virtio.rx_build_skb $a $b)" ] ||
+		bad "virtio.page_to_skb_build > rx_build_skb"
+}
+
+# build_window LABEL: snapshots /tmp/a and /tmp/b around 1 s of 600-byte
+# datagrams to the virtio peer, the last received before /tmp/b
+build_window() {
+	snap /tmp/a
+	udpflood $PEER 9 1 600 >/dev/null || bad "$1: udpflood"
+	sleep 0.5
+	snap /tmp/b
 }

@@ -1,5 +1,5 @@
 # Guest test of scripts/ppcoal-ab, the iperf3 A/B benchmark (busybox sh).
-# Sourced by run-guest.sh after lib.sh; run-guest.sh calls ab_test.
+# Sourced by tools.sh (from run-guest.sh, after lib.sh); its t_ab calls ab_test.
 # Over the fixture pair: a short A/B run whose table, ab.json and ab.csv are
 # checked, the modes found (recycle=observe among them) restored exactly;
 # then the refusals (unreachable server, not root, ppcoal unloaded) and a
