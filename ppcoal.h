@@ -135,8 +135,13 @@ struct ppc_pcpu_stats {
 
 DECLARE_PER_CPU(struct ppc_pcpu_stats, ppc_stats);
 
+/* The state below every file (ppcoal_tables.c) */
 /* Current mode of each path, read locklessly on the fast path. */
 extern enum ppc_mode ppc_mode[PPC_NR_PATHS];
+extern struct mutex ppc_lock;
+const char *ppc_mode_name(enum ppc_mode mode);
+const char *ppc_path_name(enum ppc_path path);
+const char *ppc_path_on_means(enum ppc_path path);
 
 #define ppc_count(id) this_cpu_inc(ppc_stats.c[PPC_C_##id])
 #define ppc_path_mode(p) READ_ONCE(ppc_mode[PPC_PATH_##p])
@@ -170,7 +175,7 @@ PPC_FTRACE_CB(ppc_virtio_rx_frag_cb);
 
 const char *ppc_clone_policy_name(void);
 
-/* NAPI ownership of page pools (ppcoal_recycle.c) */
+/* NAPI ownership of page pools (ppcoal_owner.c) */
 int ppc_recycle_set_on(bool on);
 void ppc_owner_show(struct seq_file *m);
 void ppc_owner_exit(void);
@@ -190,14 +195,40 @@ int ppc_path_observe_arm(enum ppc_path path, enum ppc_mode mode);
 int ppc_path_detach(enum ppc_path path);
 bool ppc_path_attached(enum ppc_path path);
 const char *ppc_path_state(enum ppc_path path, char *buf, size_t len);
-bool ppc_path_verified(enum ppc_path path);
-void ppc_kernel_show(struct seq_file *m);
 int ppc_engine_init(void);
 void ppc_engine_kill(void);
 bool ppc_engine_dying(void);
 void ppc_engine_exit(void);
+void ppc_engine_show(struct seq_file *m);
 
-extern struct mutex ppc_lock;
-const char *ppc_path_name(enum ppc_path path);
+/* May a path run on this kernel (ppcoal_verify.c) */
+void ppc_verify_init(void);
+bool ppc_verify_refuses(enum ppc_path path);
+void ppc_verify_reason(enum ppc_path path, char *buf, size_t len);
+const char *ppc_path_verified_word(enum ppc_path path);
+void ppc_verify_show(struct seq_file *m);
+
+/* Direct calls and ftrace registration helpers (ppcoal_direct.c) */
+/*
+ * The redirects' trampolines (ppcoal_direct.c), one declaration:
+ * void a_tramp(void), ..., b_tramp(void);
+ */
+#define PPC_HOOK(...)
+#define PPC_REDIRECT(id, p, a, mod, sym, repl, alternative) \
+	repl##_tramp(void),
+void
+#include "ppcoal_tables.h"
+ppc_tramp_none(void);
+#undef PPC_REDIRECT
+#undef PPC_HOOK
+
+void ppc_direct_init(void);
+bool ppc_direct_on(void);
+int ppc_guard_get(void);
+void ppc_guard_put(void);
+bool ppc_guard_stuck(void);
+void ppc_direct_exit(void);
+void ppc_pin(const char *what, int err);
+bool ppc_register_left_live(struct ftrace_ops *ops, int err);
 
 #endif /* _PPCOAL_H */

@@ -97,6 +97,11 @@ static bool ppc_clone_policy_ok(enum ppc_clone_policy p)
 #endif
 }
 
+/*
+ * A word of the other kernel family (detach or refuse on 6.12, upstream on
+ * 6.1) is taken as this family's default, with a warning: one modprobe.d
+ * line then serves a machine that boots kernels of both families.
+ */
 static int ppc_clone_policy_set(const char *val, const struct kernel_param *kp)
 {
 	char buf[16], *word;
@@ -105,9 +110,14 @@ static int ppc_clone_policy_set(const char *val, const struct kernel_param *kp)
 	if (strscpy(buf, val, sizeof(buf)) >= 0) {
 		word = strim(buf);
 		for (i = 0; i < PPC_NR_CLONE_POLICIES; i++) {
-			if (strcmp(word, ppc_clone_policy_names[i]) ||
-			    !ppc_clone_policy_ok(i))
+			if (strcmp(word, ppc_clone_policy_names[i]))
 				continue;
+			if (!ppc_clone_policy_ok(i)) {
+				pr_warn("clone_policy: \"%s\" is a policy of the other kernel family; this kernel takes its default, %s\n",
+					word,
+					ppc_clone_policy_names[PPC_CLONE_DEFAULT]);
+				i = PPC_CLONE_DEFAULT;
+			}
 			WRITE_ONCE(ppc_clone_policy, i);
 			return 0;
 		}

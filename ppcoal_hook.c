@@ -37,8 +37,9 @@
  *    function a livepatch holds, with -EBUSY, because our direct ops has
  *    no ops_func (6.1 :1983-1984 and :8236-8237, 6.12 :2056-2057 and
  *    :8616-8617); a second direct user (a BPF trampoline) gets -EBUSY
- *    too (6.1 :5714, 6.12 :6005). PERMANENT is carried by ppc_guard_ops,
- *    registered before the first direct ops and removed after the last.
+ *    too (6.1 :5714, 6.12 :6005). PERMANENT is carried by the guard
+ *    (ppcoal_direct.c), registered before the first direct ops and
+ *    removed after the last.
  *    One gap the kernel leaves: an IPMODIFY ops already registered that
  *    later adds a function we hold to its filter is not refused (6.1
  *    :1441 and :1983-1988 accept a record a direct ops holds; a kprobe
@@ -64,7 +65,6 @@
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/uaccess.h>
-#include <linux/utsname.h>
 #include <asm/text-patching.h>	/* CALL_INSN_SIZE, CALL_INSN_OPCODE */
 
 #include "ppcoal.h"
@@ -93,46 +93,11 @@ struct ppc_hook {
 #define PPC_OPS_FLAGS(ipmod) \
 	(FTRACE_OPS_FL_PERMANENT | ((ipmod) ? FTRACE_OPS_FL_IPMODIFY : 0))
 
-/*
- * A redirect's direct-call trampoline. The target's patched call site
- * (fentry) calls it with the target's arguments in their registers and,
- * on top of the stack, the address after that call site; the target's
- * own return address lies above. It overwrites the former with the
- * replacement's address and returns into the replacement, which returns
- * to the target's caller: the control flow ppc_redirect() makes through
- * the ftrace caller, in three instructions. The stack is the same when
- * the call comes through ftrace_regs_caller because another ftrace user
- * shares the site (PPC_HOOK_TRAMPOLINE in ppcoal.h). The movq's
- * sign-extended 32-bit immediate holds any module address (modules live
- * in the top 2 GiB).
- */
-#define PPC_TRAMPOLINE(repl) \
-	".type " #repl "_tramp, @function\n" \
-	#repl "_tramp:\n\t" \
-	ASM_ENDBR \
-	CALL_DEPTH_ACCOUNT "\n\t" \
-	"movq $" #repl ", (%rsp)\n\t" \
-	ASM_RET \
-	".size " #repl "_tramp, .-" #repl "_tramp\n"
-
-/* The trampolines, one declaration: void a_tramp(void), ..., b_tramp(void); */
-#define PPC_HOOK(...)
-#define PPC_REDIRECT(id, p, a, mod, sym, repl, alternative) \
-	repl##_tramp(void),
-void
-#include "ppcoal_tables.h"
-ppc_tramp_none(void);
-#undef PPC_REDIRECT
-#undef PPC_HOOK
-
-asm(".pushsection .text, \"ax\", @progbits\n"
-#define PPC_HOOK(...)
-#define PPC_REDIRECT(id, p, a, mod, sym, repl, alternative) \
-	PPC_TRAMPOLINE(repl)
-#include "ppcoal_tables.h"
-#undef PPC_REDIRECT
-#undef PPC_HOOK
-	".popsection\n");
+/* Is @h entered through its trampoline (ppcoal_direct.c)? */
+static bool ppc_hook_direct(const struct ppc_hook *h)
+{
+	return h->tramp && ppc_direct_on();
+}
 
 static struct ppc_hook ppc_hooks[PPC_NR_HOOKS] = {
 #define PPC_HOOK(id, p, a, mod, sym, cb, tr, ipmod, alternative) \
@@ -175,200 +140,6 @@ static const struct {
 #include "ppcoal_tables.h"
 #undef PPC_PATH
 };
-
-/*
- * The Debian kernel source versions each path's shadow was verified
- * against (generated from verified-functions.tsv): a path attaches only on
- * one of them, unless the administrator accepts an unverified kernel.
- */
-static const struct {
-	enum ppc_path path;
-	const char *version;
-} ppc_verified[] = {
-#define PPC_VERIFIED(p, v) { .path = PPC_PATH_##p, .version = v },
-#include "ppcoal_verified.h"
-#undef PPC_VERIFIED
-};
-
-static char ppc_debver[32] = "unknown";	/* this kernel's, set at init */
-
-static bool direct_calls;
-module_param(direct_calls, bool, 0444);
-MODULE_PARM_DESC(direct_calls,
-		 "load-time: enter the replacement functions and the build_skb hook through ftrace direct calls, a trampoline the patched call site calls itself (fewer instructions per call; while a path is attached, no BPF fentry/fexit program can attach to the functions it hooks so) (default 0)");
-
-/* direct_calls=1 is in effect (the kernel can do direct calls). */
-static bool ppc_direct;
-
-/* The direct hooks attached (under ppc_lock): the guard lives while > 0. */
-static unsigned int ppc_guard_users;
-
-/* Unregistering the guard failed: it stays on ftrace's list, pinned. */
-static bool ppc_guard_stuck;
-
-/*
- * The guard: a PERMANENT ftrace_ops on a function of ours that nothing
- * calls, registered while a direct hook is attached, so that
- * kernel.ftrace_enabled=0 is refused (6.1 :8524, 6.12 :8908) as it is with
- * the redirect ops, whose PERMANENT a direct ops loses; registering it
- * while ftrace is off fails with -EBUSY, so the hook does not attach.
- */
-static noinline void ppc_guard_target(void)
-{
-	barrier();
-}
-
-static void notrace ppc_guard_cb(unsigned long ip, unsigned long parent_ip,
-				 struct ftrace_ops *op,
-				 struct ftrace_regs *fregs)
-{
-}
-
-static struct ftrace_ops ppc_guard_ops = {
-	.func = ppc_guard_cb,
-	.flags = FTRACE_OPS_FL_PERMANENT,
-};
-
-static bool ppc_hook_direct(const struct ppc_hook *h)
-{
-	return ppc_direct && h->tramp;
-}
-
-/*
- * A hook or the guard whose (un)registering failed in a way that may leave
- * it live: keep the module, and its text, loaded for good.
- */
-static void ppc_pin(const char *what, int err)
-{
-	__module_get(THIS_MODULE);
-	pr_crit("%s: (un)registering its ftrace_ops failed (%d): it may stay live, so ppcoal stays loaded\n",
-		what, err);
-}
-
-/*
- * After a failed register: true when ftrace died in ftrace_startup() after
- * enabling the ops (-ENODEV with FTRACE_OPS_FL_ENABLED still set, 6.1
- * kernel/trace/ftrace.c:3014-3023, 6.12 :3106-3114): call sites may be
- * patched to reach our text, so it must stay. Otherwise the ops may still
- * have been on ftrace_ops_list for a moment (the IPMODIFY rollback, 6.1
- * :3000-3008, 6.12 :3091-3099, removes it with no wait): wait as
- * ftrace_shutdown() would, so that no CPU or task is left in our callback
- * or replacement when the caller goes on (and, at worst, the module goes).
- */
-static bool ppc_register_left_live(struct ftrace_ops *ops, int err)
-{
-	if (err == -ENODEV && (ops->flags & FTRACE_OPS_FL_ENABLED))
-		return true;
-	synchronize_rcu_tasks_rude();
-	synchronize_rcu_tasks();
-	return false;
-}
-
-static int ppc_guard_get(void)
-{
-	int ret;
-
-	lockdep_assert_held(&ppc_lock);
-	if (ppc_guard_users) {
-		ppc_guard_users++;
-		return 0;
-	}
-	if (ppc_guard_stuck)
-		return -ENODEV;
-	ret = ftrace_set_filter_ip(&ppc_guard_ops,
-				   (unsigned long)ppc_guard_target, 0, 1);
-	if (ret)
-		return ret;
-	ret = register_ftrace_function(&ppc_guard_ops);
-	if (!ret) {
-		ppc_guard_users = 1;
-	} else if (ppc_register_left_live(&ppc_guard_ops, ret)) {
-		ppc_guard_stuck = true;
-		ppc_pin("guard", ret);
-	} else {
-		ftrace_set_filter_ip(&ppc_guard_ops,
-				     (unsigned long)ppc_guard_target, 1, 0);
-	}
-	return ret;
-}
-
-static void ppc_guard_put(void)
-{
-	int ret;
-
-	lockdep_assert_held(&ppc_lock);
-	if (WARN_ON_ONCE(!ppc_guard_users) || --ppc_guard_users)
-		return;
-	ret = unregister_ftrace_function(&ppc_guard_ops);
-	if (ret) {
-		/* still on ftrace_ops_list: its memory must stay */
-		ppc_guard_stuck = true;
-		ppc_pin("guard", ret);
-	}
-}
-
-static char *assume_debian_version;
-module_param(assume_debian_version, charp, 0444);
-MODULE_PARM_DESC(assume_debian_version,
-		 "tests only: the Debian source version to assume instead of the running kernel's");
-
-static bool accept_unverified;
-module_param(accept_unverified, bool, 0444);
-MODULE_PARM_DESC(accept_unverified,
-		 "load-time: attach paths on a Debian kernel version they were not verified against, at your own risk (default 0)");
-
-/**
- * ppc_path_verified() - was this path's shadow verified on this kernel
- * @path: the path
- *
- * Return: true when the running kernel's Debian source version is one the
- * path was verified against.
- */
-bool ppc_path_verified(enum ppc_path path)
-{
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(ppc_verified); i++)
-		if (ppc_verified[i].path == path &&
-		    !strcmp(ppc_verified[i].version, ppc_debver))
-			return true;
-	return false;
-}
-
-/**
- * ppc_kernel_show() - the kernel version lines of the stats file
- * @m: the stats file
- */
-void ppc_kernel_show(struct seq_file *m)
-{
-	int p;
-
-	seq_printf(m, "debian_version %s\n", ppc_debver);
-	seq_puts(m, "verified");
-	for (p = 0; p < PPC_NR_PATHS; p++)
-		seq_printf(m, " %s=%s", ppc_path_name(p),
-			   ppc_path_verified(p) ? "yes" : "no");
-	seq_printf(m, "%s\n", accept_unverified ?
-		   " (accept_unverified=1: unverified paths run at the administrator's risk)" : "");
-	seq_printf(m, "hook_calls %s\n", ppc_direct ? "direct" : "ftrace");
-}
-
-/* The Debian source version in "#1 SMP ... Debian 6.1.192-3 (date)". */
-static void ppc_read_debver(void)
-{
-	const char *v = assume_debian_version;
-	size_t n;
-
-	if (!v) {
-		v = strstr(init_utsname()->version, "Debian ");
-		if (!v)
-			return;
-		v += strlen("Debian ");
-	}
-	n = strcspn(v, " ");
-	if (n && n < sizeof(ppc_debver))
-		strscpy(ppc_debver, v, n + 1);
-}
 
 /* Module exit has begun: nothing may attach again (under ppc_lock). */
 static bool ppc_dying;
@@ -672,22 +443,17 @@ static void ppc_say_unavailable(enum ppc_path path)
 
 /*
  * A path whose shadow was not verified against this kernel's Debian
- * source stays off for the module's life (accept_unverified is load-time
- * only): say so once, at load, for every such path whatever its mode, so
- * that stats show it before anyone asks for "on".
+ * source stays off for the module's life (ppcoal_verify.c): its reason,
+ * set and said at load, is kept for stats.
  */
 static bool ppc_refuse_unverified(enum ppc_path path)
 {
 	struct ppc_path_status *st = &ppc_status[path];
 
-	if (ppc_path_verified(path) || accept_unverified)
+	if (!ppc_verify_refuses(path))
 		return false;
-	if (!st->reason[0]) {
-		snprintf(st->reason, sizeof(st->reason),
-			 "not verified for Debian %s (see README)", ppc_debver);
-		pr_warn("%s: unavailable: not verified for Debian %s; the path stays off, the others keep working. Check the kernel with scripts/ppcoal-verify-kernel %s, or load ppcoal with accept_unverified=1 at your own risk\n",
-			ppc_path_name(path), ppc_debver, ppc_debver);
-	}
+	if (!st->reason[0])
+		ppc_verify_reason(path, st->reason, sizeof(st->reason));
 	return true;
 }
 
@@ -1047,17 +813,13 @@ static struct notifier_block ppc_module_nb = {
 	.notifier_call = ppc_module_notify,
 };
 
-/* direct_calls=1: say what it gets, once, at load. */
-static void ppc_direct_init(void)
+/**
+ * ppc_engine_show() - the engine's line of the stats file
+ * @m: the stats file
+ */
+void ppc_engine_show(struct seq_file *m)
 {
-	if (!direct_calls)
-		return;
-	if (!IS_ENABLED(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)) {
-		pr_warn("direct_calls=1 refused: this kernel has no CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS; the replacements are entered through ftrace callbacks\n");
-		return;
-	}
-	ppc_direct = true;
-	pr_info("direct_calls=1: the replacements and the hooks with a trampoline are entered through direct calls\n");
+	seq_printf(m, "hook_calls: %s\n", ppc_direct_on() ? "direct" : "ftrace");
 }
 
 /**
@@ -1069,10 +831,7 @@ int ppc_engine_init(void)
 {
 	int i;
 
-	ppc_read_debver();
-	if (accept_unverified)
-		pr_warn("accept_unverified=1: paths attach on Debian %s whether verified or not, at the administrator's risk\n",
-			ppc_debver);
+	ppc_verify_init();
 	for (i = 0; i < PPC_NR_PATHS; i++)
 		ppc_refuse_unverified(i);
 	ppc_direct_init();
@@ -1133,7 +892,7 @@ void ppc_engine_exit(void)
 	mutex_lock(&ppc_lock);
 	for (p = 0; p < PPC_NR_PATHS; p++)
 		stuck |= ppc_path_detach(p) != 0;
-	stuck |= ppc_guard_stuck;
+	stuck |= ppc_guard_stuck();
 	mutex_unlock(&ppc_lock);
 	while (stuck) {
 		pr_emerg("a hook could not be removed; unloading would leave it calling freed module text, so this module exit waits forever\n");
@@ -1143,6 +902,5 @@ void ppc_engine_exit(void)
 	for (p = 0; p < PPC_NR_HOOKS; p++)
 		if (!ppc_hooks[p].tp_reg)
 			ftrace_free_filter(&ppc_hooks[p].ops);
-	if (ppc_direct)
-		ftrace_free_filter(&ppc_guard_ops);
+	ppc_direct_exit();
 }

@@ -4,7 +4,8 @@
  * distribution kernels, through ftrace-redirected shadow functions.
  *
  * This file: module parameters (modes, master switch, reset), the
- * debugfs stats file, and module init/exit.
+ * debugfs stats file, and module init/exit. It sits on top: it calls the
+ * engine (ppcoal_hook.c) and the paths, and nothing calls into it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -17,52 +18,11 @@
 
 #include "ppcoal.h"
 
-DEFINE_PER_CPU(struct ppc_pcpu_stats, ppc_stats);
-/* Serialises mode changes, hook attach/detach and module notifications. */
-DEFINE_MUTEX(ppc_lock);
-
-static const char * const ppc_mode_names[PPC_NR_MODES] = {
-#define PPC_MODE(id, word) \
-	[PPC_MODE_##id] = #word,
-#include "ppcoal_tables.h"
-#undef PPC_MODE
-};
-
-static const struct {
-	const char *name;
-	const char *on_means;	/* what "on" adds to "observe" here */
-	const char *desc;
-} ppc_path_info[PPC_NR_PATHS] = {
-#define PPC_PATH(id, n, on, d, ...) \
-	[PPC_PATH_##id] = { .name = #n, .on_means = on, .desc = d },
-#include "ppcoal_tables.h"
-#undef PPC_PATH
-};
-
-/**
- * ppc_path_name() - the parameter name of a path
- * @path: the path
- *
- * Return: "coalesce", "recycle" or "virtio".
- */
-const char *ppc_path_name(enum ppc_path path)
-{
-	return ppc_path_info[path].name;
-}
-
 static const char * const ppc_counter_names[PPC_NR_COUNTERS] = {
 #define PPC_COUNTER(id, p, name, ...) \
 	[PPC_C_##id] = #p "." #name,
 #include "ppcoal_counters.h"
 #undef PPC_COUNTER
-};
-
-/* Written only under ppc_lock; the datapath reads it with READ_ONCE. */
-enum ppc_mode ppc_mode[PPC_NR_PATHS] = {
-#define PPC_PATH(id, n, on, d, dflt, ...) \
-	[PPC_PATH_##id] = (enum ppc_mode)PPC_MODE_W_##dflt,
-#include "ppcoal_tables.h"
-#undef PPC_PATH
 };
 
 static bool ppc_ready;		/* init done: mode writes act at once */
@@ -83,7 +43,7 @@ static int ppc_parse_mode(const char *val, enum ppc_mode *mode)
 		return -EINVAL;
 	word = strim(buf);
 	for (m = 0; m < PPC_NR_MODES; m++) {
-		if (!strcmp(word, ppc_mode_names[m])) {
+		if (!strcmp(word, ppc_mode_name(m))) {
 			*mode = m;
 			return 0;
 		}
@@ -129,8 +89,8 @@ static int ppc_set_path_mode(enum ppc_path path, enum ppc_mode mode)
 		ret = ppc_path_attach(path, false);
 		if (ret) {
 			pr_err("%s: cannot switch to %s: path unavailable on this kernel, left %s\n",
-			       ppc_path_name(path), ppc_mode_names[mode],
-			       ppc_mode_names[PPC_MODE_OFF]);
+			       ppc_path_name(path), ppc_mode_name(mode),
+			       ppc_mode_name(PPC_MODE_OFF));
 			WRITE_ONCE(ppc_mode[path], PPC_MODE_OFF);
 			return -EINVAL;
 		}
@@ -143,7 +103,7 @@ static int ppc_set_path_mode(enum ppc_path path, enum ppc_mode mode)
 				ppc_path_detach(path);
 			WRITE_ONCE(ppc_mode[path], old);
 			pr_err("%s: cannot switch to on, left %s\n",
-			       ppc_path_name(path), ppc_mode_names[old]);
+			       ppc_path_name(path), ppc_mode_name(old));
 			return -EOPNOTSUPP;
 		}
 	}
@@ -151,7 +111,7 @@ static int ppc_set_path_mode(enum ppc_path path, enum ppc_mode mode)
 	if (ppc_path_observe_arm(path, mode)) {
 		WRITE_ONCE(ppc_mode[path], PPC_MODE_OFF);
 		pr_err("%s: cannot switch to %s, left %s\n", ppc_path_name(path),
-		       ppc_mode_names[mode], ppc_mode_names[PPC_MODE_OFF]);
+		       ppc_mode_name(mode), ppc_mode_name(PPC_MODE_OFF));
 		return -EIO;
 	}
 	WRITE_ONCE(ppc_mode[path], mode);
@@ -181,7 +141,7 @@ static int ppc_param_get_path(char *buf, const struct kernel_param *kp)
 {
 	enum ppc_path path = (enum ppc_path)(unsigned long)kp->arg;
 
-	return sysfs_emit(buf, "%s\n", ppc_mode_names[READ_ONCE(ppc_mode[path])]);
+	return sysfs_emit(buf, "%s\n", ppc_mode_name(READ_ONCE(ppc_mode[path])));
 }
 
 static const struct kernel_param_ops ppc_path_param_ops = {
@@ -189,13 +149,16 @@ static const struct kernel_param_ops ppc_path_param_ops = {
 	.get = ppc_param_get_path,
 };
 
-/* the defaults: the PPC_PATH table (README Parameters) */
+/*
+ * The defaults are the PPC_PATH table's; each description names its
+ * path's (the build's host check "param-defaults" holds them equal).
+ */
 module_param_cb(coalesce, &ppc_path_param_ops, (void *)PPC_PATH_COALESCE, 0644);
-MODULE_PARM_DESC(coalesce, "shadow skb_try_coalesce: off, observe or on");
+MODULE_PARM_DESC(coalesce, "shadow skb_try_coalesce: off, observe or on (default on)");
 module_param_cb(recycle, &ppc_path_param_ops, (void *)PPC_PATH_RECYCLE, 0644);
-MODULE_PARM_DESC(recycle, "shadow page-pool free of skb pages: off, observe or on");
+MODULE_PARM_DESC(recycle, "shadow page-pool free of skb pages: off, observe or on (default off)");
 module_param_cb(virtio, &ppc_path_param_ops, (void *)PPC_PATH_VIRTIO, 0644);
-MODULE_PARM_DESC(virtio, "virtio_net receive build_skb -> napi_build_skb: off, observe or on");
+MODULE_PARM_DESC(virtio, "virtio_net receive build_skb -> napi_build_skb: off, observe or on (default on)");
 
 /*
  * The master switch: sets every path. Paths that cannot be attached on
@@ -228,7 +191,7 @@ static int ppc_param_get_master(char *buf, const struct kernel_param *kp)
 	for (p = 1; p < PPC_NR_PATHS; p++)
 		if (READ_ONCE(ppc_mode[p]) != m)
 			return sysfs_emit(buf, "mixed\n");
-	return sysfs_emit(buf, "%s\n", ppc_mode_names[m]);
+	return sysfs_emit(buf, "%s\n", ppc_mode_name(m));
 }
 
 static const struct kernel_param_ops ppc_master_param_ops = {
@@ -237,7 +200,7 @@ static const struct kernel_param_ops ppc_master_param_ops = {
 };
 
 module_param_cb(mode, &ppc_master_param_ops, NULL, 0644);
-MODULE_PARM_DESC(mode, "master switch, sets every path: off, observe or on (reads \"mixed\" when paths differ)");
+MODULE_PARM_DESC(mode, "master switch, sets every path: off, observe or on (reads \"mixed\" when paths differ; default: each path's own)");
 
 static int ppc_param_set_reset(const char *val, const struct kernel_param *kp)
 {
@@ -268,28 +231,41 @@ static const struct kernel_param_ops ppc_reset_param_ops = {
 };
 
 module_param_cb(reset_stats, &ppc_reset_param_ops, NULL, 0200);
-MODULE_PARM_DESC(reset_stats, "write 1 to zero every counter");
+MODULE_PARM_DESC(reset_stats, "write 1 to zero every counter (write-only)");
+
+/*
+ * The stats file, format 2: "format 2" first; then state lines, "KEY: VALUE"
+ * (VALUE any text to the end of the line); then counter lines,
+ * "PATH.COUNTER VALUE" (VALUE an unsigned decimal). A parser tells them
+ * apart by the colon, with no list of keys (README "Stats"; ppcoal(4)).
+ */
+#define PPC_STATS_FORMAT 2
 
 static int ppc_stats_show(struct seq_file *m, void *v)
 {
 	char state[224];	/* "unavailable: " and a reason */
+	const char *n;
 	u64 sum;
 	int c, p, cpu;
 
-	seq_printf(m, "release %s\n", init_utsname()->release);
-	ppc_kernel_show(m);
-	seq_printf(m, "recycle_target %s\n", PPC_RECYCLE_TARGET);
+	seq_printf(m, "format %d\n", PPC_STATS_FORMAT);
+	seq_printf(m, "version: %s\n", PPC_VERSION);
+	seq_printf(m, "release: %s\n", init_utsname()->release);
+	ppc_verify_show(m);
+	ppc_engine_show(m);
+	seq_printf(m, "recycle_target: %s\n", PPC_RECYCLE_TARGET);
 	mutex_lock(&ppc_lock);
 	for (p = 0; p < PPC_NR_PATHS; p++) {
-		seq_printf(m, "%s.mode %s\n", ppc_path_name(p),
-			   ppc_mode_names[READ_ONCE(ppc_mode[p])]);
-		seq_printf(m, "%s.state %s\n", ppc_path_name(p),
+		n = ppc_path_name(p);
+		seq_printf(m, "%s.mode: %s\n", n,
+			   ppc_mode_name(READ_ONCE(ppc_mode[p])));
+		seq_printf(m, "%s.state: %s\n", n,
 			   ppc_path_state(p, state, sizeof(state)));
-		seq_printf(m, "%s.on_means %s\n", ppc_path_name(p),
-			   ppc_path_info[p].on_means);
+		seq_printf(m, "%s.verified: %s\n", n, ppc_path_verified_word(p));
+		seq_printf(m, "%s.on_means: %s\n", n, ppc_path_on_means(p));
 	}
 	mutex_unlock(&ppc_lock);
-	seq_printf(m, "coalesce.clone_policy %s\n", ppc_clone_policy_name());
+	seq_printf(m, "coalesce.clone_policy: %s\n", ppc_clone_policy_name());
 	ppc_owner_show(m);
 	for (c = 0; c < PPC_NR_COUNTERS; c++) {
 		sum = 0;
@@ -322,11 +298,11 @@ static int __init ppc_init(void)
 	/* 0444 and read-only fops: debugfs allows it under lockdown. */
 	ppc_debugfs = debugfs_create_dir("ppcoal", NULL);
 	debugfs_create_file("stats", 0444, ppc_debugfs, NULL, &ppc_stats_fops);
-	pr_info("loaded on %s (%s), modes: coalesce=%s recycle=%s virtio=%s\n",
-		init_utsname()->release, PPC_RECYCLE_TARGET,
-		ppc_mode_names[ppc_mode[PPC_PATH_COALESCE]],
-		ppc_mode_names[ppc_mode[PPC_PATH_RECYCLE]],
-		ppc_mode_names[ppc_mode[PPC_PATH_VIRTIO]]);
+	pr_info("version %s loaded on %s (%s), modes: coalesce=%s recycle=%s virtio=%s\n",
+		PPC_VERSION, init_utsname()->release, PPC_RECYCLE_TARGET,
+		ppc_mode_name(ppc_mode[PPC_PATH_COALESCE]),
+		ppc_mode_name(ppc_mode[PPC_PATH_RECYCLE]),
+		ppc_mode_name(ppc_mode[PPC_PATH_VIRTIO]));
 	return 0;
 }
 
@@ -352,3 +328,4 @@ module_exit(ppc_exit);
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("ppcoal developers");
 MODULE_DESCRIPTION("Page-pool coalescing, direct recycling and NAPI skb cache for stock kernels");
+MODULE_VERSION(PPC_VERSION);

@@ -78,7 +78,7 @@ PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
  * sequence (a consumer defines both): arm says when the hook is live: PATH
  * while the path is not off, ON only while it is on, OBSERVE only while
  * it is observe (and attached), LEARN only while
- * ppcoal_recycle.c learns pool owners (on demand). module is NULL for
+ * ppcoal_owner.c learns pool owners (on demand). module is NULL for
  * vmlinux. A redirect enters replacement, a shadow with the target's
  * signature, instead of the target (livepatch style, FTRACE_OPS_FL_IPMODIFY:
  * one such user per function, so it conflicts with a livepatch of it),

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ppcoal direct calls (direct_calls=1), beside the hook engine: the
+ * redirects' trampolines, the guard that keeps kernel.ftrace_enabled=0
+ * refused while a direct hook is attached, and the two registration
+ * helpers the engine shares with the guard. It knows no path and calls
+ * nothing of the engine's; the engine (ppcoal_hook.c) calls it. The
+ * lifetime rules its registrations follow are at the top of
+ * ppcoal_hook.c.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ftrace.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/rcupdate.h>
+
+#include "ppcoal.h"
+
+/*
+ * A redirect's direct-call trampoline. The target's patched call site
+ * (fentry) calls it with the target's arguments in their registers and,
+ * on top of the stack, the address after that call site; the target's
+ * own return address lies above. It overwrites the former with the
+ * replacement's address and returns into the replacement, which returns
+ * to the target's caller: the control flow ppc_redirect() makes through
+ * the ftrace caller, in three instructions. The stack is the same when
+ * the call comes through ftrace_regs_caller because another ftrace user
+ * shares the site (PPC_HOOK_TRAMPOLINE in ppcoal.h). The movq's
+ * sign-extended 32-bit immediate holds any module address (modules live
+ * in the top 2 GiB).
+ */
+#define PPC_TRAMPOLINE(repl) \
+	".globl " #repl "_tramp\n" \
+	".type " #repl "_tramp, @function\n" \
+	#repl "_tramp:\n\t" \
+	ASM_ENDBR \
+	CALL_DEPTH_ACCOUNT "\n\t" \
+	"movq $" #repl ", (%rsp)\n\t" \
+	ASM_RET \
+	".size " #repl "_tramp, .-" #repl "_tramp\n"
+
+asm(".pushsection .text, \"ax\", @progbits\n"
+#define PPC_HOOK(...)
+#define PPC_REDIRECT(id, p, a, mod, sym, repl, alternative) \
+	PPC_TRAMPOLINE(repl)
+#include "ppcoal_tables.h"
+#undef PPC_REDIRECT
+#undef PPC_HOOK
+	".popsection\n");
+
+static bool direct_calls;
+module_param(direct_calls, bool, 0444);
+MODULE_PARM_DESC(direct_calls,
+		 "load-time: enter the replacement functions and the build_skb hook through ftrace direct calls, a trampoline the patched call site calls itself (fewer instructions per call; while a path is attached, no BPF fentry/fexit program can attach to the functions it hooks so) (default 0)");
+
+/* direct_calls=1 is in effect (the kernel can do direct calls). */
+static bool ppc_direct;
+
+/* The direct hooks attached (under ppc_lock): the guard lives while > 0. */
+static unsigned int ppc_guard_users;
+
+/* Unregistering the guard failed: it stays on ftrace's list, pinned. */
+static bool ppc_guard_dead;
+
+/*
+ * The guard: a PERMANENT ftrace_ops on a function of ours that nothing
+ * calls, registered while a direct hook is attached, so that
+ * kernel.ftrace_enabled=0 is refused (6.1 :8524, 6.12 :8908) as it is with
+ * the redirect ops, whose PERMANENT a direct ops loses; registering it
+ * while ftrace is off fails with -EBUSY, so the hook does not attach.
+ */
+static noinline void ppc_guard_target(void)
+{
+	barrier();
+}
+
+static void notrace ppc_guard_cb(unsigned long ip, unsigned long parent_ip,
+				 struct ftrace_ops *op,
+				 struct ftrace_regs *fregs)
+{
+}
+
+static struct ftrace_ops ppc_guard_ops = {
+	.func = ppc_guard_cb,
+	.flags = FTRACE_OPS_FL_PERMANENT,
+};
+
+/**
+ * ppc_pin() - keep the module loaded for good
+ * @what: the hook or "guard" whose ftrace_ops may stay live
+ * @err: what (un)registering it returned
+ *
+ * For a hook or the guard whose (un)registering failed in a way that may
+ * leave it live: the module, and its text, must never go away.
+ */
+void ppc_pin(const char *what, int err)
+{
+	__module_get(THIS_MODULE);
+	pr_crit("%s: (un)registering its ftrace_ops failed (%d): it may stay live, so ppcoal stays loaded\n",
+		what, err);
+}
+
+/**
+ * ppc_register_left_live() - may a failed register have left @ops live
+ * @ops: the ftrace_ops whose registering failed
+ * @err: the error it failed with
+ *
+ * After a failed register: true when ftrace died in ftrace_startup() after
+ * enabling the ops (-ENODEV with FTRACE_OPS_FL_ENABLED still set, 6.1
+ * kernel/trace/ftrace.c:3014-3023, 6.12 :3106-3114): call sites may be
+ * patched to reach our text, so it must stay. Otherwise the ops may still
+ * have been on ftrace_ops_list for a moment (the IPMODIFY rollback, 6.1
+ * :3000-3008, 6.12 :3091-3099, removes it with no wait): wait as
+ * ftrace_shutdown() would, so that no CPU or task is left in our callback
+ * or replacement when the caller goes on (and, at worst, the module goes).
+ *
+ * Return: true when @ops must be treated as live (and the module pinned).
+ */
+bool ppc_register_left_live(struct ftrace_ops *ops, int err)
+{
+	if (err == -ENODEV && (ops->flags & FTRACE_OPS_FL_ENABLED))
+		return true;
+	synchronize_rcu_tasks_rude();
+	synchronize_rcu_tasks();
+	return false;
+}
+
+/**
+ * ppc_guard_get() - a direct hook is about to attach: hold the guard
+ *
+ * Called with ppc_lock held. The first user registers the guard.
+ *
+ * Return: 0, or the errno of registering it (-EBUSY while ftrace is off).
+ */
+int ppc_guard_get(void)
+{
+	int ret;
+
+	lockdep_assert_held(&ppc_lock);
+	if (ppc_guard_users) {
+		ppc_guard_users++;
+		return 0;
+	}
+	if (ppc_guard_dead)
+		return -ENODEV;
+	ret = ftrace_set_filter_ip(&ppc_guard_ops,
+				   (unsigned long)ppc_guard_target, 0, 1);
+	if (ret)
+		return ret;
+	ret = register_ftrace_function(&ppc_guard_ops);
+	if (!ret) {
+		ppc_guard_users = 1;
+	} else if (ppc_register_left_live(&ppc_guard_ops, ret)) {
+		ppc_guard_dead = true;
+		ppc_pin("guard", ret);
+	} else {
+		ftrace_set_filter_ip(&ppc_guard_ops,
+				     (unsigned long)ppc_guard_target, 1, 0);
+	}
+	return ret;
+}
+
+/**
+ * ppc_guard_put() - a direct hook went away: the last user drops the guard
+ *
+ * Called with ppc_lock held.
+ */
+void ppc_guard_put(void)
+{
+	int ret;
+
+	lockdep_assert_held(&ppc_lock);
+	if (WARN_ON_ONCE(!ppc_guard_users) || --ppc_guard_users)
+		return;
+	ret = unregister_ftrace_function(&ppc_guard_ops);
+	if (ret) {
+		/* still on ftrace_ops_list: its memory must stay */
+		ppc_guard_dead = true;
+		ppc_pin("guard", ret);
+	}
+}
+
+/**
+ * ppc_direct_init() - direct_calls=1: say what it gets, once, at load
+ */
+void ppc_direct_init(void)
+{
+	if (!direct_calls)
+		return;
+	if (!IS_ENABLED(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)) {
+		pr_warn("direct_calls=1 refused: this kernel has no CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS; the replacements are entered through ftrace callbacks\n");
+		return;
+	}
+	ppc_direct = true;
+	pr_info("direct_calls=1: the replacements and the hooks with a trampoline are entered through direct calls\n");
+}
+
+/**
+ * ppc_direct_on() - are hooks with a trampoline entered through direct calls
+ *
+ * Return: true when direct_calls=1 was asked and the kernel can do it.
+ */
+bool ppc_direct_on(void)
+{
+	return ppc_direct;
+}
+
+/**
+ * ppc_guard_stuck() - could the guard not be removed
+ *
+ * Return: true when unregistering the guard failed: it stays on ftrace's
+ * list, live, and the module is pinned.
+ */
+bool ppc_guard_stuck(void)
+{
+	return ppc_guard_dead;
+}
+
+/**
+ * ppc_direct_exit() - free the guard's filter at module exit
+ *
+ * Called once no hook is attached and the guard is not stuck, so that the
+ * guard is no longer registered.
+ */
+void ppc_direct_exit(void)
+{
+	if (ppc_direct)
+		ftrace_free_filter(&ppc_guard_ops);
+}

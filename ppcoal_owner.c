@@ -1,0 +1,807 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ppcoal: which NAPI each CPU polls now, which NAPI owns each page pool,
+ * and which pools may be eligible: the poll tracker, the owner table, the
+ * learner and the audited drivers, for the recycle shadow
+ * (ppcoal_recycle.c, whose header comment gives the rules). It calls the
+ * engine to arm its probes; the engine reaches it only through the hook
+ * and path tables.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/hash.h>
+#include <linux/kallsyms.h>
+#include <linux/module.h>
+#include <linux/jiffies.h>
+#include <linux/mm.h>
+#include <linux/netdevice.h>
+#include <linux/panic.h>
+#include <linux/skbuff.h>
+#include <linux/workqueue.h>
+#include <trace/events/napi.h>
+
+#include "ppcoal.h"
+#include "ppcoal_owner.h"
+
+/* How long the allocation probe stays armed, and how long it rests after. */
+#define PPC_LEARN_MAX	(2 * HZ)
+#define PPC_LEARN_REST	(10 * HZ)
+
+struct ppc_own_bucket ppc_owners[PPC_OWN_BUCKETS];
+static DEFINE_RAW_SPINLOCK(ppc_own_lock);
+/*
+ * Bumped after any owner is dropped or turns shared, so that per-CPU
+ * lookup caches die; atomic, as two CPUs may forget at once.
+ */
+atomic_long_t ppc_own_gen;
+
+static void notrace ppc_own_changed(void)
+{
+	smp_mb__before_atomic();	/* the table change, then the bump */
+	atomic_long_inc(&ppc_own_gen);
+}
+
+static void ppc_reclaim_fn(struct work_struct *work);
+static DECLARE_WORK(ppc_reclaim_work, ppc_reclaim_fn);
+
+/* Retire slot @i of @b. Under ppc_own_lock. */
+static void notrace ppc_own_retire(struct ppc_own_bucket *b, int i)
+{
+	WRITE_ONCE(b->owner[i], 0);
+	smp_wmb();	/* owner gone before the key changes */
+	WRITE_ONCE(b->pool[i], PPC_OWN_TOMB);
+}
+
+/*
+ * After slots were retired: lookup caches die, and the slots are freed once
+ * no reader can still hold their old key (ppc_reclaim_fn()).
+ */
+static void notrace ppc_own_retired(void)
+{
+	ppc_own_changed();
+	queue_work(system_wq, &ppc_reclaim_work);
+}
+
+DEFINE_PER_CPU(struct ppc_poll_mark, ppc_polling);
+
+/* Learning on demand: requested (bit 0), state (see ppc_learn_fn()). */
+enum { PPC_LEARN_IDLE, PPC_LEARN_ARMED };
+static unsigned long ppc_learn_req;
+static int ppc_learn_state;
+static unsigned long ppc_learn_since;
+static void ppc_learn_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(ppc_learn_work, ppc_learn_fn);
+
+/*
+ * The slot of @pool, claimed if it has none; -1 when the bucket is full.
+ * Under ppc_own_lock: a free slot has owner 0 (ppc_reclaim_fn()).
+ */
+static int notrace ppc_own_claim(struct ppc_own_bucket *b, unsigned long pool)
+{
+	int i = ppc_own_find(b, pool);
+
+	if (i >= 0)
+		return i;
+	for (i = 0; i < PPC_OWN_WAYS; i++) {
+		if (!b->pool[i]) {
+			WRITE_ONCE(b->pool[i], pool);
+			return i;
+		}
+	}
+	ppc_count(RC_TABLE_FULL);
+	return -1;
+}
+
+/* Slot @i of @b gets a final verdict. Under ppc_own_lock. */
+static void notrace ppc_own_verdict(struct ppc_own_bucket *b, int i,
+				    unsigned long verdict)
+{
+	WRITE_ONCE(b->owner[i], verdict);
+	ppc_own_changed();	/* lookup caches may hold the old owner */
+	if (verdict == PPC_OWN_NEVER)
+		ppc_count(RC_NEVER);
+	else
+		ppc_count(RC_SHARED);
+}
+
+/*
+ * Record what the allocation of @pool under @napi says: @napi owns it, or
+ * (@owner a verdict) it is never ppcoal's. A second NAPI makes it shared;
+ * a verdict is final while the pool lives.
+ */
+static void notrace ppc_own_learn(unsigned long pool, unsigned long owner)
+{
+	struct ppc_own_bucket *b = ppc_bucket(pool);
+	unsigned long flags, old;
+	int i;
+
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	i = ppc_own_claim(b, pool);
+	if (i < 0)
+		goto out;
+	old = b->owner[i];
+	if (old == owner || old == PPC_OWN_SHARED || old == PPC_OWN_NEVER)
+		goto out;
+	if (!old && owner != PPC_OWN_NEVER) {
+		WRITE_ONCE(b->owner[i], owner);
+		ppc_count(RC_LEARNED);
+		goto out;
+	}
+	ppc_own_verdict(b, i, owner == PPC_OWN_NEVER ? owner : PPC_OWN_SHARED);
+out:
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+}
+
+/*
+ * Pools whose owner a learning window did not find (they do not allocate
+ * inside a NAPI poll: a dying pool, a refill from process context): the
+ * free path does not ask for them again before PPC_LEARN_REST, so that
+ * they neither keep the probe armed nor hold up learning other pools.
+ * Written under ppc_lock; read locklessly (a stale read only misjudges a
+ * rest).
+ */
+#define PPC_RESTING	8
+static unsigned long ppc_rest_pool[PPC_RESTING];
+static unsigned long ppc_rest_until[PPC_RESTING];
+static unsigned int ppc_rest_next;
+
+static bool ppc_own_resting(unsigned long pool)
+{
+	int i;
+
+	for (i = 0; i < PPC_RESTING; i++)
+		if (READ_ONCE(ppc_rest_pool[i]) == pool &&
+		    time_before(jiffies, READ_ONCE(ppc_rest_until[i])))
+			return true;
+	return false;
+}
+
+/*
+ * Are there wanted pools without an owner? With @drop, free their slots
+ * (through a grace period) and let them rest instead. Process context
+ * under ppc_lock, learner disarmed when dropping.
+ */
+static bool ppc_own_unknown(bool drop)
+{
+	struct ppc_own_bucket *b;
+	unsigned long key, flags;
+	bool any = false;
+	int i, r;
+
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	for (b = ppc_owners; b < ppc_owners + PPC_OWN_BUCKETS; b++)
+		for (i = 0; i < PPC_OWN_WAYS; i++) {
+			key = b->pool[i];
+			if (key <= PPC_OWN_TOMB || b->owner[i])
+				continue;
+			any = true;
+			if (!drop)
+				continue;
+			ppc_own_retire(b, i);
+			r = ppc_rest_next++ % PPC_RESTING;
+			WRITE_ONCE(ppc_rest_until[r], jiffies + PPC_LEARN_REST);
+			smp_wmb();	/* a new key is read with its own time */
+			WRITE_ONCE(ppc_rest_pool[r], key);
+		}
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+	if (any && drop)
+		ppc_own_retired();
+	return any;
+}
+
+/**
+ * ppc_own_want() - ask for the owner of a pool to be learned
+ * @pool: a pool the free path met without an owner, inside a poll
+ *
+ * Keeps a slot for it (so the learner knows it is wanted) and asks for the
+ * allocation probe.
+ */
+void ppc_own_want(unsigned long pool)
+{
+	struct ppc_own_bucket *b = ppc_bucket(pool);
+	unsigned long flags;
+	int i;
+
+	if (ppc_own_resting(pool))
+		return;
+	/*
+	 * No slot and no free one in its bucket (checked without the lock):
+	 * learning could not record it, so it asks for nothing.
+	 */
+	i = ppc_own_find(b, pool);
+	if (i < 0 && ppc_own_find(b, 0) < 0) {
+		ppc_count(RC_TABLE_FULL);
+		return;
+	}
+	if (i < 0) {
+		raw_spin_lock_irqsave(&ppc_own_lock, flags);
+		i = ppc_own_claim(b, pool);
+		raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+		if (i < 0)
+			return;
+	}
+	if (READ_ONCE(ppc_learn_req) || test_and_set_bit(0, &ppc_learn_req))
+		return;
+	queue_delayed_work(system_wq, &ppc_learn_work, 0);
+}
+
+/* Remove the learning probes. */
+static void ppc_learn_disarm(void)
+{
+	ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
+	WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+}
+
+/*
+ * The learning state machine, run by ppc_learn_work under ppc_lock:
+ * IDLE -> ARMED when a wanted pool is unknown; ARMED is checked every
+ * 100 ms and ends (-> IDLE) when every wanted pool is learned or after
+ * PPC_LEARN_MAX; then the pools still unknown are dropped and rest. The
+ * request bit stays set from the free path's request until IDLE again.
+ */
+static void ppc_learn_fn(struct work_struct *work)
+{
+	unsigned long delay = 0;
+
+	mutex_lock(&ppc_lock);
+	if (ppc_path_mode(RECYCLE) != PPC_MODE_ON || ppc_engine_dying()) {
+		if (ppc_learn_state == PPC_LEARN_ARMED)
+			ppc_learn_disarm();
+	} else if (ppc_learn_state == PPC_LEARN_IDLE) {
+		if (!ppc_own_unknown(false)) {
+			/* learned meanwhile */
+		} else if (ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, true)) {
+			ppc_learn_disarm();	/* the marks a failed arm set */
+			ppc_own_unknown(true);
+		} else {
+			WRITE_ONCE(ppc_learn_state, PPC_LEARN_ARMED);
+			ppc_learn_since = jiffies;
+			ppc_count(RC_LEARN_ARMS);
+			delay = HZ / 10;
+		}
+	} else if (!ppc_own_unknown(false)) {
+		ppc_learn_disarm();
+	} else if (time_before(jiffies, ppc_learn_since + PPC_LEARN_MAX)) {
+		delay = HZ / 10;
+	} else {
+		ppc_learn_disarm();
+		ppc_own_unknown(true);
+		pr_info("recycle: no owner found in %u ms for some pools met in a NAPI poll (they do not allocate inside one: dying, or refilled elsewhere); their pages use the ring, next try in %u s\n",
+			jiffies_to_msecs(PPC_LEARN_MAX),
+			jiffies_to_msecs(PPC_LEARN_REST) / 1000);
+	}
+	if (delay)
+		queue_delayed_work(system_wq, &ppc_learn_work, delay);
+	else
+		clear_bit(0, &ppc_learn_req);
+	mutex_unlock(&ppc_lock);
+}
+
+/*
+ * Frees the slots retired before this sweep began, once no reader can
+ * still hold their old key: those retired meanwhile wait for the next
+ * sweep (ppc_own_retired() queues it again). A retired slot changes only
+ * here (claims take free slots, the others match pools), so the ones seen
+ * now are the ones freed after the grace period.
+ */
+static void ppc_reclaim_fn(struct work_struct *work)
+{
+	DECLARE_BITMAP(tomb, PPC_OWN_BUCKETS * PPC_OWN_WAYS);
+	unsigned long flags;
+	int b, i;
+
+	bitmap_zero(tomb, PPC_OWN_BUCKETS * PPC_OWN_WAYS);
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	for (b = 0; b < PPC_OWN_BUCKETS; b++)
+		for (i = 0; i < PPC_OWN_WAYS; i++)
+			if (ppc_owners[b].pool[i] == PPC_OWN_TOMB)
+				__set_bit(b * PPC_OWN_WAYS + i, tomb);
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+	synchronize_rcu();
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	for_each_set_bit(i, tomb, PPC_OWN_BUCKETS * PPC_OWN_WAYS) {
+		b = i / PPC_OWN_WAYS;
+		ppc_owners[b].owner[i % PPC_OWN_WAYS] = 0;
+		WRITE_ONCE(ppc_owners[b].pool[i % PPC_OWN_WAYS], 0);
+	}
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+}
+
+/**
+ * ppc_owner_pool_destroy_cb() - ftrace callback on page_pool_destroy()
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments
+ *
+ * Forgets the pool's owner before the pool can go away. Notrace, calls
+ * nothing traced except queue_work_on() (not one of our targets).
+ */
+void notrace ppc_owner_pool_destroy_cb(unsigned long ip,
+				       unsigned long parent_ip,
+				       struct ftrace_ops *op,
+				       struct ftrace_regs *fregs)
+{
+	unsigned long pool = ppc_fregs_arg0(fregs), flags;
+	struct ppc_own_bucket *b;
+	int i;
+
+	if (!pool)
+		return;
+	b = ppc_bucket(pool);
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	i = ppc_own_find(b, pool);
+	if (i >= 0)
+		ppc_own_retire(b, i);
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+	if (i >= 0) {
+		ppc_count(RC_FORGOT_DESTROY);
+		ppc_own_retired();
+	}
+}
+
+/**
+ * ppc_owner_napi_del_cb() - ftrace callback on __netif_napi_del()
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments
+ *
+ * The NAPI is going away (its memory may be reused by another NAPI): every
+ * pool it owned is forgotten, as at page_pool_destroy(); a pool that lives
+ * on is learned again when the free path next meets it. Notrace, calls
+ * nothing traced but the lock and queue_work_on().
+ */
+void notrace ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
+				   struct ftrace_ops *op,
+				   struct ftrace_regs *fregs)
+{
+	unsigned long napi = ppc_fregs_arg0(fregs), flags;
+	struct ppc_own_bucket *b;
+	bool hit = false;
+	int i, cpu;
+
+	if (!napi)
+		return;
+	/* Disabled before deletion, so no CPU polls it: no mark can be live. */
+	for_each_possible_cpu(cpu)
+		cmpxchg(per_cpu_ptr(&ppc_polling.napi, cpu), napi, 0);
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	for (b = ppc_owners; b < ppc_owners + PPC_OWN_BUCKETS; b++)
+		for (i = 0; i < PPC_OWN_WAYS; i++) {
+			if (b->owner[i] != napi)
+				continue;
+			ppc_own_retire(b, i);
+			ppc_count(RC_FORGOT_NAPI);
+			hit = true;
+		}
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+	if (hit)
+		ppc_own_retired();
+}
+
+#ifdef PPC_HAVE_PP_DISABLE_DIRECT
+static unsigned long ppc_destroy_start, ppc_destroy_size;
+
+/**
+ * ppc_owner_pp_disable_cb() - ftrace callback on
+ *	page_pool_disable_direct_recycling()
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments (the pool first)
+ *
+ * The driver withdraws direct recycling from a live pool (bnxt's queue
+ * restart, then fills and empties it from process context): it is never
+ * ppcoal's while it lives. Notrace; reaches no function ppcoal hooks.
+ */
+void notrace ppc_owner_pp_disable_cb(unsigned long ip, unsigned long parent_ip,
+				     struct ftrace_ops *op,
+				     struct ftrace_regs *fregs)
+{
+	unsigned long pool = ppc_fregs_arg0(fregs);
+
+	/*
+	 * page_pool_destroy() calls it too (6.12 net/core/page_pool.c:1243),
+	 * after ppc_owner_pool_destroy_cb() forgot the pool: a verdict then
+	 * would outlive the pool and stick to the next one at its address.
+	 */
+	if (!pool || parent_ip - ppc_destroy_start < ppc_destroy_size)
+		return;
+	ppc_own_learn(pool, PPC_OWN_NEVER);
+}
+
+/* Where page_pool_destroy() lies, for ppc_owner_pp_disable_cb(). */
+static int ppc_destroy_resolve(void)
+{
+	int ret = ppc_resolve_symbol(NULL, "page_pool_destroy",
+				     &ppc_destroy_start, &ppc_destroy_size);
+
+	if (ret)
+		pr_err("recycle: page_pool_destroy not found (%d)\n", ret);
+	return ret;
+}
+#else
+static int ppc_destroy_resolve(void)
+{
+	return 0;
+}
+#endif
+
+/* The audited drivers (ppcoal_tables.h), and the ones an expert added. */
+static const struct {
+	const char *module;
+	const char *poll;
+	const char *audit;
+} ppc_audited[] = {
+#define PPC_AUDITED(mod, fn, lines) \
+	{ .module = #mod, .poll = #fn, .audit = lines },
+#include "ppcoal_tables.h"
+#undef PPC_AUDITED
+};
+
+#define PPC_EXTRA_MAX	4
+static char ppc_extra[PPC_EXTRA_MAX][MODULE_NAME_LEN];	/* under ppc_lock */
+static int ppc_extra_n;
+
+/*
+ * Is the driver that polls @napi audited? Its ->poll function and that
+ * function's module, as kallsyms names them ("fn+off/size [module]"): a
+ * row of the table names both, an expert's extra names the module. The
+ * module cannot go away meanwhile: this CPU runs inside that poll. The
+ * extra list changes only while recycle is not on, when no allocation
+ * probe is armed.
+ */
+static bool notrace ppc_napi_audited(struct napi_struct *napi)
+{
+	char sym[KSYM_SYMBOL_LEN], *mod, *end, *off;
+	int i;
+
+	sprint_symbol(sym, (unsigned long)READ_ONCE(napi->poll));
+	mod = strrchr(sym, '[');
+	end = mod ? strchr(mod, ']') : NULL;
+	off = strchr(sym, '+');
+	if (!end || !off || off > mod)
+		return false;	/* built into the kernel: none is audited */
+	*end = '\0';
+	*off = '\0';		/* sym is the function's name now */
+	mod++;
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		if (!strcmp(mod, ppc_audited[i].module) &&
+		    !strcmp(sym, ppc_audited[i].poll))
+			return true;
+	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
+		if (!strcmp(mod, ppc_extra[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Is @pool the polling NAPI's own, by the device it was created for
+ * (page_pool_params.dev: the netdev's device, as veth sets it,
+ * drivers/net/veth.c:1020, or its parent, a NIC's PCI device)? A pool of
+ * another driver that allocates inside this poll is not learned as its.
+ */
+static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
+				     const struct napi_struct *napi)
+{
+	struct device *dev = READ_ONCE(pool->p.dev);
+
+	return dev && (dev == &napi->dev->dev || dev == napi->dev->dev.parent);
+}
+
+/* 6.12: does the kernel's own rule place this pool (.napi or cpuid)? */
+static __always_inline bool ppc_pool_placed(const struct page_pool *pool)
+{
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+	return READ_ONCE(pool->p.napi) || READ_ONCE(pool->cpuid) >= 0;
+#else
+	return false;
+#endif
+}
+
+/**
+ * ppc_owner_alloc_cb() - ftrace callback on the page_pool allocators
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments (the pool first)
+ *
+ * Armed only while owners are being learned. May run preemptible: the
+ * context test comes before any per-CPU read. The pool allocates, so it
+ * is alive. Notrace; reaches no function ppcoal hooks (sprint_symbol() and
+ * the lock are traceable, but not ours), and calls sprint_symbol() and the
+ * table lock, once per new pool and NAPI.
+ */
+void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
+				struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	struct page_pool *pool = (void *)ppc_fregs_arg0(fregs);
+	struct ppc_own_bucket *b;
+	unsigned long napi, old;
+	int i;
+
+	if (!in_softirq() || in_hardirq() || in_nmi())
+		return;
+	napi = this_cpu_read(ppc_polling.napi);
+	if (!napi)
+		return;
+	b = ppc_bucket((unsigned long)pool);
+	i = ppc_own_find(b, (unsigned long)pool);
+	if (i >= 0) {
+		old = READ_ONCE(b->owner[i]);
+		if (old == napi || (old && old <= PPC_OWN_VERDICT))
+			return;	/* nothing new (a second NAPI: shared) */
+	}
+	if (ppc_pool_placed(pool) || !ppc_pool_of_napi(pool, (void *)napi) ||
+	    !ppc_napi_audited((void *)napi))
+		napi = PPC_OWN_NEVER;
+	ppc_own_learn((unsigned long)pool, napi);
+}
+
+/**
+ * ppc_owner_poll_cb() - ftrace callback on __napi_poll() entry
+ * @ip: traced function
+ * @parent_ip: its caller
+ * @op: our ftrace_ops
+ * @fregs: arguments (the napi_struct first)
+ *
+ * This CPU polls that NAPI from now on. __napi_poll() always runs with
+ * bottom halves disabled (net_rx_action() or a NAPI thread). Notrace,
+ * calls nothing traced.
+ */
+void notrace ppc_owner_poll_cb(unsigned long ip, unsigned long parent_ip,
+			       struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	struct napi_struct *napi = (void *)ppc_fregs_arg0(fregs);
+	struct ppc_poll_mark *m;
+
+	if (!in_softirq() || in_hardirq() || in_nmi())
+		return;
+	m = this_cpu_ptr(&ppc_polling);
+	/*
+	 * Not scheduled: __napi_poll() skips ->poll() and fires no tracepoint
+	 * to end the mark. The bit cannot change meanwhile: the caller holds
+	 * the NAPI's netpoll lock, the only other poller.
+	 */
+	if (!test_bit(NAPI_STATE_SCHED, &napi->state)) {
+		WRITE_ONCE(m->napi, 0);
+		return;
+	}
+	WRITE_ONCE(m->napi, (unsigned long)napi);
+	ppc_count(RC_POLLS);
+}
+
+/*
+ * Probe on the napi:napi_poll tracepoint, which __napi_poll() fires right
+ * after ->poll() returns (net/core/dev.c:6648 in 6.1, :6953 in 6.12):
+ * the mark ends there. What __napi_poll() still does after it when the
+ * whole budget was used (flush GRO, deliver the batched list) runs
+ * unmarked and uses the ring: a little lost, nothing unsafe, and no rule
+ * about when a NAPI leaves this CPU to get right. Busy polling and netpoll
+ * fire the tracepoint for a NAPI that is not this CPU's mark: ignored.
+ */
+static void notrace ppc_owner_tp(void *data, struct napi_struct *napi,
+				 int work, int budget)
+{
+	struct ppc_poll_mark *m = this_cpu_ptr(&ppc_polling);
+
+	if (READ_ONCE(m->napi) == (unsigned long)napi)
+		WRITE_ONCE(m->napi, 0);
+}
+
+/**
+ * ppc_owner_tp_register() - attach ppc_owner_tp() to napi:napi_poll
+ *
+ * Return: 0 or a negative errno.
+ */
+int ppc_owner_tp_register(void)
+{
+	return register_trace_napi_poll(ppc_owner_tp, NULL);
+}
+
+/**
+ * ppc_owner_tp_unregister() - detach it and wait until no CPU runs it
+ */
+void ppc_owner_tp_unregister(void)
+{
+	unregister_trace_napi_poll(ppc_owner_tp, NULL);
+	tracepoint_synchronize_unregister();
+}
+
+static void ppc_owner_clear(void)
+{
+	unsigned long flags;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(&ppc_polling, cpu), 0,
+		       sizeof(struct ppc_poll_mark));
+	raw_spin_lock_irqsave(&ppc_own_lock, flags);
+	memset(ppc_owners, 0, sizeof(ppc_owners));
+	raw_spin_unlock_irqrestore(&ppc_own_lock, flags);
+	ppc_own_changed();
+	memset(ppc_rest_pool, 0, sizeof(ppc_rest_pool));
+}
+
+/*
+ * Start "on" with no knowledge. Called with ppc_lock held, before the
+ * tracker hooks are attached: what was known before cannot be trusted
+ * (teardowns went unseen meanwhile).
+ */
+static void ppc_owner_reset(void)
+{
+	lockdep_assert_held(&ppc_lock);
+	flush_work(&ppc_reclaim_work);
+	ppc_owner_clear();
+	/*
+	 * A rest left from an earlier "on" must not delay learning now. Not
+	 * _sync: the work takes ppc_lock; if it runs meanwhile it finds the
+	 * state IDLE and acts on the present table.
+	 */
+	cancel_delayed_work(&ppc_learn_work);
+	WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+	clear_bit(0, &ppc_learn_req);
+}
+
+/*
+ * Retire the tracker after leaving "on". Called with ppc_lock held, after
+ * the mode left "on" and the tracker hooks are gone. A poll that was
+ * running when the probes went away ends without its tracepoint and would
+ * leave a stale "polling" mark, so every mark is cleared once no reader
+ * can be using one (the free path decides in softirq: an RCU reader).
+ */
+static void ppc_owner_stop(void)
+{
+	lockdep_assert_held(&ppc_lock);
+	WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+	synchronize_rcu();
+	flush_work(&ppc_reclaim_work);
+	ppc_owner_clear();
+}
+
+/**
+ * ppc_recycle_set_on() - the recycle path's set_on operation
+ * @on: entering "on" (before the mode is written) or leaving it (after)
+ *
+ * Called with ppc_lock held. "on" needs the NAPI poll tracker and the pool
+ * teardown hooks (arm ON); learning hooks come on demand.
+ *
+ * Return: 0 or a negative errno (entering only).
+ */
+int ppc_recycle_set_on(bool on)
+{
+	int ret;
+
+	lockdep_assert_held(&ppc_lock);
+	if (!on) {
+		ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
+		ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, false) ?: ret;
+		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
+		if (!ret)
+			ppc_owner_stop();
+		return 0;
+	}
+	ppc_owner_reset();
+	ret = ppc_destroy_resolve() ?: ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, true);
+	if (ret)
+		pr_err("recycle: on needs the NAPI poll tracker and the pool teardown hooks; they cannot be installed here (%d)\n",
+		       ret);
+	return ret;
+}
+
+static int ppc_drivers_set(const char *val, const struct kernel_param *kp)
+{
+	char buf[PPC_EXTRA_MAX * MODULE_NAME_LEN], *p, *w;
+	char names[PPC_EXTRA_MAX][MODULE_NAME_LEN];
+	int n = 0, ret = 0;
+
+	if (strscpy(buf, val, sizeof(buf)) < 0)
+		ret = -E2BIG;
+	p = strim(buf);
+	while (!ret && (w = strsep(&p, ",")) != NULL) {
+		w = strim(w);
+		if (!*w)
+			continue;
+		if (n == PPC_EXTRA_MAX || strlen(w) >= MODULE_NAME_LEN ||
+		    w[strspn(w, "abcdefghijklmnopqrstuvwxyz0123456789_-")]) {
+			ret = -EINVAL;
+			break;
+		}
+		strscpy(names[n++], w, MODULE_NAME_LEN);
+	}
+	if (ret) {
+		pr_err("recycle_drivers: invalid list \"%.*s\": up to %d module names, comma separated; list unchanged\n",
+		       min_t(int, strcspn(val, "\n"), 64), val, PPC_EXTRA_MAX);
+		return ret;
+	}
+	mutex_lock(&ppc_lock);
+	if (ppc_path_mode(RECYCLE) == PPC_MODE_ON) {
+		pr_err_ratelimited("recycle_drivers: write it while recycle is not on (owners learned under the old list would stay); list unchanged\n");
+		ret = -EBUSY;
+	} else {
+		memcpy(ppc_extra, names, sizeof(names));
+		WRITE_ONCE(ppc_extra_n, n);
+		if (n) {
+			/* as a dangerous module parameter does (kernel/params.c) */
+			pr_warn("recycle_drivers: %d driver(s) added to the audited list at the administrator's risk: %.*s - tainting kernel\n",
+				n, min_t(int, strcspn(val, "\n"), 64), val);
+			add_taint(TAINT_USER, LOCKDEP_STILL_OK);
+		}
+	}
+	mutex_unlock(&ppc_lock);
+	return ret;
+}
+
+static int ppc_drivers_get(char *buf, const struct kernel_param *kp)
+{
+	int i, len = 0;
+
+	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
+		len += sysfs_emit_at(buf, len, "%s%s", i ? "," : "",
+				     ppc_extra[i]);
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+static const struct kernel_param_ops ppc_drivers_ops = {
+	.set = ppc_drivers_set,
+	.get = ppc_drivers_get,
+};
+
+module_param_cb(recycle_drivers, &ppc_drivers_ops, NULL, 0644);
+MODULE_PARM_DESC(recycle_drivers,
+		 "experts only, taints the kernel: drivers (module names, comma separated) to treat as audited for recycle=on, besides the built-in list; write while recycle is not on (default: empty)");
+
+/**
+ * ppc_owner_exit() - stop the learning work for module unload
+ *
+ * Called without ppc_lock, after every path is off and every hook is gone
+ * (ppc_engine_exit()): a free that read "on" before the mode changed may
+ * still have queued the learner or the reclaim, but nothing can queue them
+ * any more, so once cancelled they never run module code again.
+ */
+void ppc_owner_exit(void)
+{
+	cancel_delayed_work_sync(&ppc_learn_work);
+	cancel_work_sync(&ppc_reclaim_work);
+}
+
+/**
+ * ppc_owner_show() - owner table summary for the stats file
+ * @m: the stats file
+ */
+void ppc_owner_show(struct seq_file *m)
+{
+	unsigned long key, own;
+	int b, i, known = 0, unknown = 0, shared = 0, never = 0;
+
+	for (b = 0; b < PPC_OWN_BUCKETS; b++)
+		for (i = 0; i < PPC_OWN_WAYS; i++) {
+			key = READ_ONCE(ppc_owners[b].pool[i]);
+			own = READ_ONCE(ppc_owners[b].owner[i]);
+			if (key <= PPC_OWN_TOMB)
+				continue;
+			if (own == PPC_OWN_SHARED)
+				shared++;
+			else if (own == PPC_OWN_NEVER)
+				never++;
+			else if (own)
+				known++;
+			else
+				unknown++;
+		}
+	seq_printf(m, "recycle.tracked_known: %d\n", known);
+	seq_printf(m, "recycle.tracked_unknown: %d\n", unknown);
+	seq_printf(m, "recycle.tracked_shared: %d\n", shared);
+	seq_printf(m, "recycle.learning: %s\n",
+		   READ_ONCE(ppc_learn_state) == PPC_LEARN_ARMED ? "armed" :
+		   "idle");
+	seq_printf(m, "recycle.tracked_not_eligible: %d\n", never);
+	seq_puts(m, "recycle.audited_drivers:");
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		seq_printf(m, "%s%s:%s", i ? "," : " ", ppc_audited[i].module,
+			   ppc_audited[i].poll);
+	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
+		seq_printf(m, ",%s(added)", ppc_extra[i]);
+	seq_puts(m, "\n");
+}
