@@ -71,6 +71,9 @@ done
 # User tools that run on the target (POSIX sh)
 install -m 755 "$PPCOAL_REPO/scripts/ppcoal-stat" "$stage/usr/bin/ppcoal-stat"
 install -m 755 "$PPCOAL_REPO/scripts/ppcoal-ab" "$stage/usr/bin/ppcoal-ab"
+install -m 755 "$PPCOAL_REPO/scripts/ppcoal" "$stage/usr/bin/ppcoal"
+install -D -m 644 "$PPCOAL_REPO/scripts/page-pool-drivers.tsv" "$stage/usr/share/ppcoal/page-pool-drivers.tsv"
+sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$PPCOAL_REPO/dkms.conf" >"$stage/usr/share/ppcoal/version"
 for b in ${PPCOAL_GUEST_BINS:-}; do
 	copy_bin "$(command -v "$b")" "/usr/bin/$(basename "$b")"
 done
