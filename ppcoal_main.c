@@ -237,7 +237,7 @@ MODULE_PARM_DESC(reset_stats, "write 1 to zero every counter (write-only)");
  * The stats file, format 2: "format 2" first; then state lines, "KEY: VALUE"
  * (VALUE any text to the end of the line); then counter lines,
  * "PATH.COUNTER VALUE" (VALUE an unsigned decimal). A parser tells them
- * apart by the colon, with no list of keys (README "Stats"; ppcoal(4)).
+ * apart by the colon, with no list of keys (docs/design.md "Stats"; ppcoal(4)).
  */
 #define PPC_STATS_FORMAT 2
 

@@ -22,10 +22,11 @@ PPC_MODE(ON, on)
  * stats print it. default: the mode (a word) the path has at load unless
  * a parameter sets it; recycle's is off because its hook costs more guest
  * instructions per packet than direct recycling saves, on both kernel
- * families (README "recycle path"). The operations a path adds to the engine (NULL: none):
- * resolve() after its hooks resolved and before they attach (0, -ENOENT
- * when its module is gone, or -errno), forget() after they are removed,
- * set_on(on) before "on" is entered (may fail) and after it is left.
+ * families (docs/benchmarks.md "recycle path"). The operations a path
+ * adds to the engine (NULL: none): resolve() after its hooks resolved
+ * and before they attach (0, -ENOENT when its module is gone, or -errno),
+ * forget() after they are removed, set_on(on) before "on" is entered (may
+ * fail) and after it is left.
  */
 PPC_PATH(COALESCE, coalesce, PPC_COALESCE_ON_MEANS, "shadow skb_try_coalesce",
 	 on, NULL, NULL, NULL)

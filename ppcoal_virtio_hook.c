@@ -11,7 +11,7 @@
  * (copy) and skb_add_rx_frag (payload left in frags). The last two are
  * counted in observe alone (the OBSERVE arm): every driver's receive path
  * calls them, and a counting callback costs each call some forty guest
- * instructions (README "Direct calls"), which on need not pay.
+ * instructions (docs/benchmarks.md "Direct calls"), which on need not pay.
  *
  * All callbacks here are notrace, take no locks and call nothing.
  * With direct_calls=1, build_skb's call site calls a trampoline instead of

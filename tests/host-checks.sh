@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Host-side checks of the tree, printed as "PASS host:x" / "FAIL host:x: why":
-#   readme-counters  README's counter table is the one generated from the table
+#   doc-counters     docs/design.md's counter table is the one generated from the table
 #   checkpatch       checkpatch.pl --strict --no-tree -f from Debian's linux-source-6.1
 #                    is clean on every kernel source file
 #   bpftrace-parse   scripts/bpftrace/*.bt compile (bpftrace -d: parse, semantic
@@ -17,8 +17,8 @@
 #   digest, collect  the evidence tests/run prints for a failed boot
 #   insn-windows     tests/vm/insn-windows.sh's per-unit counts and its checks,
 #                    on marks and windows whose counts are known
-#   readme-refs      every README "Section" the tree cites begins a heading of
-#                    README.md
+#   doc-refs         every DOC "Section" the tree cites (README.md,
+#                    CONTRIBUTING.md, docs/*.md) begins a heading of DOC
 #   sanitizers-armed parse-log.sh fails a debug boot whose log lacks a line of
 #                    kernels.sh's PPCOAL_DEBUG_ARMED, naming it
 set -uo pipefail
@@ -27,29 +27,41 @@ CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
 cd "$REPO" || exit 1
 
 want=$(scripts/ppcoal-doc markdown)
-have=$(sed -n '/<!-- counters:begin -->/,/<!-- counters:end -->/p' README.md | sed '1d;$d')
-if [ "$want" = "$have" ]; then
-	echo "PASS host:readme-counters"
+have=$(sed -n '/<!-- counters:begin -->/,/<!-- counters:end -->/p' docs/design.md | sed '1d;$d')
+if [ -z "$want" ]; then
+	echo "FAIL host:doc-counters: scripts/ppcoal-doc markdown printed nothing"
+elif [ "$want" = "$have" ]; then
+	echo "PASS host:doc-counters"
 else
-	echo "FAIL host:readme-counters: README.md counter table differs from scripts/ppcoal-doc markdown"
+	echo "FAIL host:doc-counters: docs/design.md counter table differs from scripts/ppcoal-doc markdown"
 fi
 
-# (no file list or no citation found fails: the check must have read some)
-heads=$(sed -n 's/^#\{1,6\} //p' README.md)
+# Citations of a document's section: DOC "Section" (or "(DOC, "Section")"),
+# DOC one of README.md (also written README), CONTRIBUTING.md, docs/*.md.
+# Each must begin a heading of that document. (No file list or no citation
+# found fails: the check must have read some.)
 refs=""
 files=$(git ls-files -- . ':!tests/vm/testdata' ':!tests/host-checks.sh') && [ -n "$files" ] &&
-	refs=$(printf '%s\n' "$files" | tr '\n' '\0' | xargs -0 grep -ohE 'README "[^"]+"' |
-		sed 's/^README "\(.*\)"$/\1/' | sort -u)
+	refs=$(printf '%s\n' "$files" | tr '\n' '\0' |
+		xargs -0 grep -ohE '(README(\.md)?|CONTRIBUTING\.md|docs/[a-z0-9-]+\.md),? "[^"]+"' |
+		sed -E 's/^(README|CONTRIBUTING)( |,)/\1.md\2/; s/^README\.md\.md/README.md/' | sort -u)
 missing=$(printf '%s\n' "$refs" | while IFS= read -r ref; do
-	[ -z "$ref" ] || printf '%s\n' "$heads" | awk -v r="$ref" 'index($0, r) == 1 { f = 1 } END { exit !f }' ||
-		printf '"%s" ' "$ref"
+	[ -n "$ref" ] || continue
+	doc=${ref%%[ ,]*}
+	sect=${ref#*\"}
+	sect=${sect%\"}
+	if [ ! -f "$doc" ]; then
+		printf '%s (no such document) ' "$ref"
+	elif ! sed -n 's/^#\{1,6\} //p' "$doc" | awk -v r="$sect" 'index($0, r) == 1 { f = 1 } END { exit !f }'; then
+		printf '%s; ' "$ref"
+	fi
 done)
 if [ -z "$refs" ]; then
-	echo "FAIL host:readme-refs: no README \"Section\" citation found (git ls-files failed or listed nothing)"
+	echo "FAIL host:doc-refs: no DOC \"Section\" citation found (git ls-files failed or listed nothing)"
 elif [ -z "$missing" ]; then
-	echo "PASS host:readme-refs"
+	echo "PASS host:doc-refs"
 else
-	echo "FAIL host:readme-refs: cited but no README.md heading begins with it: $missing"
+	echo "FAIL host:doc-refs: cited but no heading of that document begins with it: $missing"
 fi
 
 # checkpatch.pl with its data files, extracted once from linux-source-6.1.

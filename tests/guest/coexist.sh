@@ -14,7 +14,7 @@
 # fexit trampoline calls the redirected address: ppcoal's shadow); ppcoal
 # unloads under traffic beside it. With direct calls (direct_calls=1)
 # whichever comes second is refused with EBUSY (6.1
-# kernel/trace/ftrace.c:5714; README "Direct calls") and the first keeps
+# kernel/trace/ftrace.c:5714; docs/benchmarks.md "Direct calls") and the first keeps
 # working.
 
 # build_calls: the build_skb calls ppcoal's hook counted in that window
@@ -229,7 +229,7 @@ t_bpf_fentry() {
 # ppcoal_kprobe.c), armed once the kernel's IPMODIFY kprobe ops is live:
 # beside ppcoal's ftrace callback (also IPMODIFY) ftrace refuses it with
 # EBUSY; beside a direct call it is the one IPMODIFY user ftrace lets in
-# (README "Direct calls"). Measured here: the probe's handlers and
+# (docs/benchmarks.md "Direct calls"). Measured here: the probe's handlers and
 # ppcoal's shadow then all run on every call (the probe moves no IP), and
 # ppcoal unloads beside it. A probe armed first makes ppcoal's coalesce
 # unavailable in both modes.

@@ -5,7 +5,7 @@
 # (the host prints guest instructions per packet from it: the measure an
 # emulated guest can resolve) and of ppcoal's counters (what the path did).
 # Throughput only through scripts/ppcoal-ab, with its spread. Short runs:
-# an illustration; scripts/ppcoal-bench and README "Benchmarks" measure.
+# an illustration; scripts/ppcoal-bench and docs/benchmarks.md "Benchmarks" measure.
 . /tests/lib.sh
 echo DEMO-BEGIN
 echo "kernel: $(uname -r)"

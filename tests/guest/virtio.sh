@@ -78,7 +78,7 @@ kev_del() {
 # build_skb's caller from ftrace and goes on substituting; a direct call's
 # trampoline finds only the kprobe's return trampoline where the caller
 # was, so it takes every call for another driver's and substitutes none,
-# as stock would (README "Direct calls").
+# as stock would (docs/benchmarks.md "Direct calls").
 t_virtio_on() {
 	begin virtio-on
 	ppcoal_load mode=observe virtio=on || bad "insmod"
