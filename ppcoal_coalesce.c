@@ -98,9 +98,10 @@ static bool ppc_clone_policy_ok(enum ppc_clone_policy p)
 }
 
 /*
- * A word of the other kernel family (detach or refuse on 6.12, upstream on
- * 6.1) is taken as this family's default, with a warning: one modprobe.d
- * line then serves a machine that boots kernels of both families.
+ * At load, a word of the other kernel family (detach or refuse on 6.12,
+ * upstream on 6.1) is taken as this family's default, with a warning: one
+ * modprobe.d line then serves a machine that boots kernels of both
+ * families. Written later (sysfs), it is refused: the policy stays as set.
  */
 static int ppc_clone_policy_set(const char *val, const struct kernel_param *kp)
 {
@@ -113,6 +114,9 @@ static int ppc_clone_policy_set(const char *val, const struct kernel_param *kp)
 			if (strcmp(word, ppc_clone_policy_names[i]))
 				continue;
 			if (!ppc_clone_policy_ok(i)) {
+				if (THIS_MODULE->state != MODULE_STATE_UNFORMED &&
+				    THIS_MODULE->state != MODULE_STATE_COMING)
+					break;
 				pr_warn("clone_policy: \"%s\" is a policy of the other kernel family; this kernel takes its default, %s\n",
 					word,
 					ppc_clone_policy_names[PPC_CLONE_DEFAULT]);

@@ -19,7 +19,6 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/panic.h>
-#include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/utsname.h>
 
@@ -40,6 +39,7 @@ static const struct {
 #define PPC_LOCAL_MAX	1024	/* local_verified, with its NUL */
 
 static char ppc_debver[PPC_VERSION_MAX] = "unknown";	/* set at init */
+static bool ppc_debver_known;	/* read from the kernel (or the test option) */
 
 enum ppc_verdict {
 	PPC_VERDICT_NO,
@@ -61,7 +61,7 @@ MODULE_PARM_DESC(test_debian_version,
 static bool accept_unverified;
 module_param(accept_unverified, bool, 0444);
 MODULE_PARM_DESC(accept_unverified,
-		 "load-time, taints the kernel: attach paths on a Debian kernel version they were not verified against, at your own risk (default 0)");
+		 "load-time, taints the kernel: attach paths on a Debian kernel version they were not verified against, at your own risk; a path whose function local_verified names as changed stays off (default 0)");
 
 static char ppc_local[PPC_LOCAL_MAX];
 
@@ -97,9 +97,10 @@ static int ppc_path_of(const char *s, size_t n)
 
 /*
  * Walk the entries of a local_verified value: "VERSION/PATH/RESULT,...".
- * With @apply, an entry of the running kernel's version records its
- * result (a later entry of the same path wins). Returns false at the
- * first malformed entry.
+ * An entry for a path this build does not know (a record of another ppcoal
+ * release) is skipped. With @apply, an entry of the running kernel's
+ * version records its result (a later entry of the same path wins).
+ * Returns false at the first malformed entry.
  */
 static bool ppc_local_walk(const char *v, bool apply)
 {
@@ -109,17 +110,19 @@ static bool ppc_local_walk(const char *v, bool apply)
 
 	for (e = v; *e; e = *end ? end + 1 : end) {
 		end = e + strcspn(e, ",");
+		if (*end && !end[1])
+			return false;	/* a trailing comma: an empty entry */
 		s1 = memchr(e, '/', end - e);
 		s2 = s1 ? memchr(s1 + 1, '/', end - s1 - 1) : NULL;
 		if (!s2)
 			return false;
 		rn = end - s2 - 1;
-		p = ppc_path_of(s1 + 1, s2 - s1 - 1);
-		if (p < 0 ||
-		    !ppc_word_ok(e, s1 - e, PPC_VERSION_MAX, PPC_VERSION_CHARS) ||
+		if (!ppc_word_ok(e, s1 - e, PPC_VERSION_MAX, PPC_VERSION_CHARS) ||
+		    !ppc_word_ok(s1 + 1, s2 - s1 - 1, PPC_FUNC_MAX, PPC_FUNC_CHARS) ||
 		    !ppc_word_ok(s2 + 1, rn, PPC_FUNC_MAX, PPC_FUNC_CHARS))
 			return false;
-		if (!apply || strlen(ppc_debver) != s1 - e ||
+		p = ppc_path_of(s1 + 1, s2 - s1 - 1);
+		if (!apply || p < 0 || strlen(ppc_debver) != s1 - e ||
 		    strncmp(e, ppc_debver, s1 - e))
 			continue;
 		ppc_local_has[p] = true;
@@ -131,25 +134,22 @@ static bool ppc_local_walk(const char *v, bool apply)
 	return true;
 }
 
+/*
+ * A malformed value is said in dmesg and ignored (nothing is verified
+ * locally then): the file is the machine's, and a fault in it must not
+ * keep ppcoal, and the paths the build verified, from loading.
+ */
 static int ppc_local_set(const char *val, const struct kernel_param *kp)
 {
-	size_t n = strcspn(val, "\n");
-	char *v;
-	bool ok;
+	size_t n = strlen(val);
 
-	/* one trailing newline at most, as sysfs writes may carry */
-	ok = n < sizeof(ppc_local) && (!val[n] || !val[n + 1]);
-	v = ok ? kstrndup(val, n, GFP_KERNEL) : NULL;
-	if (ok && !v)
-		return -ENOMEM;
-	if (!ok || !ppc_local_walk(v, false)) {
-		pr_err("local_verified: invalid value \"%.*s\": expected VERSION/PATH/RESULT entries, comma separated (RESULT: ok or a function name); it is written by \"ppcoal verify\" into /etc/modprobe.d/ppcoal-local-verified.conf: run \"ppcoal verify --record-local %s\" again\n",
-		       min_t(int, n, 80), val, init_utsname()->release);
-		kfree(v);
-		return -EINVAL;
+	if (n < sizeof(ppc_local) && ppc_local_walk(val, false)) {
+		strscpy(ppc_local, val, sizeof(ppc_local));
+		return 0;
 	}
-	strscpy(ppc_local, v, sizeof(ppc_local));
-	kfree(v);
+	pr_err("local_verified: invalid value \"%.*s\", ignored: expected VERSION/PATH/RESULT entries, comma separated (RESULT: ok or a function name); it is written by \"ppcoal verify\" into /etc/modprobe.d/ppcoal-local-verified.conf: run \"ppcoal verify --record-local %s\" again\n",
+	       (int)min_t(size_t, n, 80), val, init_utsname()->release);
+	ppc_local[0] = '\0';
 	return 0;
 }
 
@@ -180,8 +180,10 @@ static void ppc_read_debver(void)
 		v += strlen("Debian ");
 	}
 	n = strcspn(v, " ");
-	if (n && n < sizeof(ppc_debver))
+	if (n && n < sizeof(ppc_debver)) {
 		strscpy(ppc_debver, v, n + 1);
+		ppc_debver_known = true;
+	}
 }
 
 /* Taint the kernel as a dangerous module parameter does (kernel/params.c). */
@@ -210,6 +212,9 @@ void ppc_verify_init(void)
 		pr_warn("accept_unverified=1: paths attach on Debian %s whether verified or not, at the administrator's risk\n",
 			ppc_debver);
 	}
+	/* no Debian version read: no table or record can name this kernel */
+	if (!ppc_debver_known)
+		return;
 	ppc_local_walk(ppc_local, true);
 	for (p = 0; p < PPC_NR_PATHS; p++) {
 		ppc_verdict[p] = PPC_VERDICT_NO;
@@ -228,11 +233,15 @@ void ppc_verify_init(void)
  * @path: the path
  *
  * Return: true when the path was verified neither by the build nor by
- * this machine's record, and accept_unverified=1 was not given.
+ * this machine's record, and either accept_unverified=1 was not given or
+ * the record names a function of the path that differs here.
  */
 bool ppc_verify_refuses(enum ppc_path path)
 {
-	return ppc_verdict[path] == PPC_VERDICT_NO && !accept_unverified;
+	if (ppc_verdict[path] != PPC_VERDICT_NO)
+		return false;
+	/* a function known to differ is never run, accept_unverified or not */
+	return !accept_unverified || ppc_changed[path][0];
 }
 
 /**

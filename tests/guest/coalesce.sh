@@ -264,17 +264,22 @@ t_coalesce_on() {
 		echo observe >$P/coalesce
 		fixture_down || bad "pools did not drain"
 	fi
-	# the other family's words: this family's default, with a warning
-	# (a modprobe.d line that serves both families never fails the load)
+	# the other family's words: at load, this family's default with a
+	# warning (a modprobe.d line that serves both families never fails the
+	# load); written later, refused and the policy unchanged
 	if on_61; then other="upstream" dflt=refuse; else other="detach refuse" dflt=upstream; fi
+	rmmod ppcoal || bad "rmmod"
 	for w in $other; do
-		echo legacy >$P/clone_policy
-		printf '%s' "$w" >$P/clone_policy || bad "clone_policy=$w (the other family's) refused"
-		eq "$(cat $P/clone_policy)" "$dflt" "clone_policy=$w is this family's default"
+		ppcoal_load "clone_policy=$w" || { bad "load with clone_policy=$w (the other family's) failed"; continue; }
+		eq "$(cat $P/clone_policy)" "$dflt" "clone_policy=$w at load is this family's default"
 		dmesg_has "clone_policy: \"$w\" is a policy of the other kernel family; this kernel takes its default, $dflt" ||
 			bad "no warning for clone_policy=$w"
+		echo legacy >$P/clone_policy || bad "clone_policy=legacy"
+		printf '%s' "$w" >$P/clone_policy 2>/dev/null && bad "clone_policy=$w (the other family's) accepted after load"
+		eq "$(cat $P/clone_policy)" legacy "clone_policy unchanged by a refused write"
+		rmmod ppcoal || bad "rmmod"
 	done
-	echo "$dflt" >$P/clone_policy
+	ppcoal_load || bad "insmod"
 	printf 'bogus' >$P/clone_policy 2>/dev/null && bad "clone_policy accepted bogus"
 	dmesg_has 'clone_policy: invalid value "bogus"' || bad "no dmesg line for a bad clone_policy"
 	end

@@ -82,13 +82,32 @@ t_unverified() {
 		bad "no dmesg line naming the changed function"
 	eq "$(val virtio.verified)" no "virtio: another version's entry is not this one's"
 	rmmod ppcoal || bad "rmmod"
-	# a malformed record is refused with the reason and the fix
-	for v in 6.1.0-0/coalesce 6.1.0-0/nopath/ok 6.1.0-0/coalesce/o-k 6.1.0-0/coalesce/ok,, '6.1.0-0;/coalesce/ok'; do
-		ppcoal_load test_debian_version=6.1.0-0 "local_verified=$v" 2>/dev/null && { bad "local_verified=$v accepted"; rmmod ppcoal; }
+	# a malformed record is said and ignored: ppcoal loads, nothing is
+	# verified locally; an entry of a path this build does not know is skipped
+	for v in 6.1.0-0/coalesce 6.1.0-0/coalesce/o-k 6.1.0-0/coalesce/ok, 6.1.0-0/coalesce/ok,,6.1.0-0/virtio/ok '6.1.0-0;/coalesce/ok'; do
+		ppcoal_load test_debian_version=6.1.0-0 "local_verified=$v" || { bad "load with a malformed local_verified=$v failed"; continue; }
+		eq "$(val coalesce.verified)" no "local_verified=$v ignored"
+		dmesg_has "local_verified: invalid value \"$v\", ignored: expected VERSION/PATH/RESULT entries" ||
+			bad "no dmesg line for local_verified=$v"
+		rmmod ppcoal || bad "rmmod"
 	done
-	dmesg_has 'local_verified: invalid value "6.1.0-0/nopath/ok": expected VERSION/PATH/RESULT entries' || bad "no dmesg line for a bad local_verified"
-	ppcoal_load test_debian_version=6.1.0-0 accept_unverified=1 mode=observe || bad "insmod accept_unverified=1"
+	ppcoal_load test_debian_version=6.1.0-0 local_verified=6.1.0-0/newpath/ok,6.1.0-0/virtio/ok || bad "insmod (an unknown path's entry)"
+	eq "$(val virtio.verified)" local "an unknown path's entry skipped, the others applied"
+	rmmod ppcoal || bad "rmmod"
+	# accept_unverified=1 runs the unverified paths, never one whose record
+	# names a function that differs
+	ppcoal_load test_debian_version=6.1.0-0 accept_unverified=1 mode=observe local_verified=6.1.0-0/recycle/page_pool_destroy ||
+		bad "insmod accept_unverified=1"
 	dmesg_has "accept_unverified=1: a dangerous option is set - tainting kernel" || bad "no taint line for accept_unverified"
+	eq "$(val recycle.state)" "unavailable: page_pool_destroy differs in Debian 6.1.0-0 from the verified sources" \
+		"accept_unverified=1 leaves a path with a changed function off"
+	for p in coalesce virtio; do
+		eq "$(val $p.state)" attached "$p attached with accept_unverified=1"
+		eq "$(val $p.verified)" no "$p still says not verified with accept_unverified=1"
+	done
+	eq "$(val accept_unverified)" 1 "stats say accept_unverified"
+	rmmod ppcoal || bad "rmmod"
+	ppcoal_load test_debian_version=6.1.0-0 accept_unverified=1 mode=observe || bad "insmod accept_unverified=1"
 	for p in coalesce recycle virtio; do
 		eq "$(val $p.state)" attached "$p attached with accept_unverified=1"
 		eq "$(val $p.verified)" no "$p still says not verified with accept_unverified=1"
