@@ -149,6 +149,22 @@ ku_rows() {
 		"$R/var/lib/ppcoal/verified-kernels.tsv" 2>/dev/null
 }
 
+# ku_expect WHY ROWS LINE: WHY, plus what is wrong with $ku's record (ROWS:
+# "path=result ..."), the generated options line made of ROWS, and the
+# hook's LINE (a grep pattern) in the apt output since line $mark of $log
+ku_expect() {
+	local why=$1 rows want
+	rows=$(ku_rows "$ku")
+	[ "$rows" = "$2" ] || why="${why:+$why; }record of $ku: '$rows', not '$2'"
+	# shellcheck disable=SC2086 # ROWS: one word a path
+	want="options ppcoal local_verified=$(printf '%s\n' $2 | sed "s|^\([a-z]*\)=|$KU_VERSION/\1/|" | paste -sd,)"
+	grep -qx "$want" "$R/etc/modprobe.d/ppcoal-local-verified.conf" 2>/dev/null ||
+		why="${why:+$why; }ppcoal-local-verified.conf lacks '$want'"
+	tail -n +"$mark" "$log" | grep -q "$3" ||
+		why="${why:+$why; }the hook's line is missing from the apt output"
+	printf '%s\n' "$why"
+}
+
 # ku_forget: no record, no generated modprobe.d file
 ku_forget() { rm -rf "$R/var/lib/ppcoal" "$R/etc/modprobe.d/ppcoal-local-verified.conf"; }
 
@@ -293,14 +309,8 @@ for suite in "$@"; do
 			rm -rf "$vdir/src" "$vdir/debs"
 			mark=$(wc -l <"$log")
 			why=$(ku_install "$kpkg")
-			rows=$(ku_rows "$ku")
-			want="options ppcoal local_verified=$KU_VERSION/coalesce/ok,$KU_VERSION/recycle/ok,$KU_VERSION/virtio/ok"
-			[ "$rows" = "coalesce=ok recycle=ok virtio=ok" ] ||
-				why="${why:+$why; }record of $ku: '$rows', not ok for every path"
-			grep -qx "$want" "$R/etc/modprobe.d/ppcoal-local-verified.conf" 2>/dev/null ||
-				why="${why:+$why; }ppcoal-local-verified.conf lacks '$want'"
-			tail -n +"$mark" "$log" | grep -q "^ppcoal: Debian $KU_VERSION ($ku) verified by equality with" ||
-				why="${why:+$why; }the hook's line is missing from the apt output"
+			why=$(ku_expect "$why" "coalesce=ok recycle=ok virtio=ok" \
+				"^ppcoal: Debian $KU_VERSION ($ku) verified by equality with")
 			grep -q "^Get:.*linux-source-6.1 .*$KU_VERSION" "$vdir/last-run.log" 2>/dev/null ||
 				why="${why:+$why; }the hook did not download linux-source-6.1 $KU_VERSION ($vdir/last-run.log)"
 			# --kernel: no network, no download
@@ -321,14 +331,8 @@ for suite in "$@"; do
 			ku_forget
 			mark=$(wc -l <"$log")
 			why=$(ku_install "$kpkg")
-			rows=$(ku_rows "$ku")
-			want="options ppcoal local_verified=$KU_VERSION/coalesce/ok,$KU_VERSION/recycle/page_pool_destroy,$KU_VERSION/virtio/ok"
-			[ "$rows" = "coalesce=ok recycle=page_pool_destroy virtio=ok" ] ||
-				why="${why:+$why; }record of $ku: '$rows', not recycle=page_pool_destroy and the others ok"
-			grep -qx "$want" "$R/etc/modprobe.d/ppcoal-local-verified.conf" 2>/dev/null ||
-				why="${why:+$why; }ppcoal-local-verified.conf lacks '$want'"
-			tail -n +"$mark" "$log" | grep -q "^ppcoal: Debian $KU_VERSION ($ku): recycle stays off: page_pool_destroy changed" ||
-				why="${why:+$why; }the hook's line is missing from the apt output"
+			why=$(ku_expect "$why" "coalesce=ok recycle=page_pool_destroy virtio=ok" \
+				"^ppcoal: Debian $KU_VERSION ($ku): recycle stays off: page_pool_destroy changed")
 			kmark=$(wc -l <"$log")
 			in_root "$log" ppcoal-verify-kernel --kernel "$ku"
 			rc=$?
