@@ -20,7 +20,7 @@ echo 0 >/proc/sys/net/core/skb_defer_max
 # the boots column of tests.tsv); without it, the tests of the default boot
 # (their boots column names "default").
 sel=$(sed -n 's/.*ppcoal\.tests=\([^ ]*\).*/\1/p' /proc/cmdline)
-[ -n "$sel" ] || sel=$(awk -F'\t' '!/^#/ && ("," $3 ",") ~ /,default,/ { printf "%s%s", s, $1; s = "," }' /tests/tests.tsv)
+[ -n "$sel" ] || sel=$(awk -F'\t' '!/^#/ && ("," $3 ",") ~ /,default[,@]/ { printf "%s%s", s, $1; s = "," }' /tests/tests.tsv)
 want() {
 	case ",$sel," in *",$1,"*) return 0 ;; *) return 1 ;; esac
 }
