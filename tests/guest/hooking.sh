@@ -7,7 +7,7 @@
 # ---------------------------------------------------------------------------
 t_load() {
 	begin load
-	# the defaults (README Parameters): recycle off, the others on
+	# the defaults (the PPC_PATH table): recycle off, the others on
 	expect "insmod ppcoal" ppcoal_load
 	eq "$(cat $P/coalesce) $(cat $P/recycle) $(cat $P/virtio) $(cat $P/mode)" "on off on mixed" "default modes"
 	! hooked "$(val recycle_target)" || bad "recycle hooked while off by default"
@@ -22,7 +22,8 @@ t_load() {
 		hooked "$f" || bad "$f not in enabled_functions"
 	done
 	check_stats_format
-	eq "$(val verified)" "coalesce=yes recycle=yes virtio=yes" "every shadow verified for Debian $(val debian_version)"
+	eq "$(val coalesce.verified) $(val recycle.verified) $(val virtio.verified)" "listed listed listed" \
+		"every shadow verified for Debian $(val debian_version) by the build's table"
 	hook_calls_ok
 	if [ "$(hook_calls_want)" = direct ]; then
 		# the patched sites call the trampolines themselves
