@@ -127,8 +127,10 @@ t_toggle() {
 	begin toggle
 	ppcoal_load mode=observe || bad "insmod"
 	traffic_start -l 512
+	# ppcoal.toggles=N rounds of every transition (default 12)
+	rounds=$(karg toggles 12)
 	i=0
-	while [ $i -lt 12 ]; do
+	while [ $i -lt "$rounds" ]; do
 		for p in coalesce recycle virtio mode; do
 			for m in off on observe; do
 				echo $m >$P/$p || bad "write $m to $p"
