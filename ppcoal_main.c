@@ -25,6 +25,13 @@ static const char * const ppc_counter_names[PPC_NR_COUNTERS] = {
 #undef PPC_COUNTER
 };
 
+/*
+ * The mode each path was last asked for (at load or by a write, under
+ * ppc_lock), which ppc_mode[] is not when a path could not be attached:
+ * stats show both, so that a path asked to run and not running is seen.
+ */
+static enum ppc_mode ppc_wanted[PPC_NR_PATHS];
+
 static bool ppc_ready;		/* init done: mode writes act at once */
 static struct dentry *ppc_debugfs;
 
@@ -131,8 +138,10 @@ static int ppc_param_set_path(const char *val, const struct kernel_param *kp)
 	}
 	mutex_lock(&ppc_lock);
 	ret = ppc_refuse_if_dying(ppc_path_name(path));
-	if (!ret)
+	if (!ret) {
+		ppc_wanted[path] = mode;
 		ret = ppc_set_path_mode(path, mode);
+	}
 	mutex_unlock(&ppc_lock);
 	return ret;
 }
@@ -177,8 +186,10 @@ static int ppc_param_set_master(const char *val, const struct kernel_param *kp)
 	}
 	mutex_lock(&ppc_lock);
 	ret = ppc_refuse_if_dying("mode");
-	for (p = 0; p < PPC_NR_PATHS && !ret; p++)
+	for (p = 0; p < PPC_NR_PATHS && !ret; p++) {
+		ppc_wanted[p] = mode;
 		ppc_set_path_mode(p, mode);
+	}
 	mutex_unlock(&ppc_lock);
 	return ret;
 }
@@ -259,6 +270,8 @@ static int ppc_stats_show(struct seq_file *m, void *v)
 		n = ppc_path_name(p);
 		seq_printf(m, "%s.mode: %s\n", n,
 			   ppc_mode_name(READ_ONCE(ppc_mode[p])));
+		seq_printf(m, "%s.wanted: %s\n", n,
+			   ppc_mode_name(ppc_wanted[p]));
 		seq_printf(m, "%s.state: %s\n", n,
 			   ppc_path_state(p, state, sizeof(state)));
 		seq_printf(m, "%s.verified: %s\n", n, ppc_path_verified_word(p));
@@ -289,6 +302,7 @@ static int __init ppc_init(void)
 	for (p = 0; p < PPC_NR_PATHS; p++) {
 		enum ppc_mode want = ppc_mode[p];
 
+		ppc_wanted[p] = want;
 		/* The same transition as a later write, from off. */
 		ppc_mode[p] = PPC_MODE_OFF;
 		if (ppc_set_path_mode(p, want) == -EOPNOTSUPP)

@@ -99,8 +99,11 @@ state() {
 	fi
 }
 # path NAME MODE STATE VERIFIED: a path's state lines
+# path NAME MODE STATE VERIFIED [WANTED]: a path's state lines (WANTED, the
+# mode last asked for, defaults to MODE)
 path() {
-	printf '%s\n' "$1.mode: $2" "$1.state: $3" "$1.verified: $4" "$1.on_means: optimised: $1 (on: see ppcoal(4))"
+	printf '%s\n' "$1.mode: $2" "$1.wanted: ${5:-$2}" "$1.state: $3" "$1.verified: $4" \
+		"$1.on_means: optimised: $1 (on: see ppcoal(4))"
 }
 recycle_state() {
 	printf '%s\n' "coalesce.clone_policy: $1" "recycle.tracked_known: ${2:-0}" "recycle.tracked_unknown: 0" \
@@ -507,6 +510,30 @@ r=$(json "$T/o" 'd["exit"] == 0' 'd["paths"]["virtio"]["running"] is True' \
 	'd["interfaces"][0]["packet_sockets"] == 1')
 [ -z "$r" ] || bad "$r"
 report status-nothing
+
+# D: a kernel update no record verified yet: every path refused at load
+# reads off; coalesce and virtio were asked for on (the defaults), recycle
+# off: exit 1, each verdict with the reason
+D=$T/D
+machine "$D"
+nic "$D" ens3 2 virtio virtio_net virtio_net
+nv="unavailable: not verified for Debian 6.1.999-1"
+{
+	state 6.1
+	path coalesce off "$nv" no on
+	path recycle off "$nv" no off
+	path virtio off "$nv" no on
+	recycle_state refuse
+} >"$T/in"
+mkstats "$D/stats.before"
+cp "$D/stats.before" "$D/stats.after"
+status "$D" "$T/o" "$T/e"
+[ "$rc" = 1 ] || bad "exit $rc, not 1 (paths asked for on could not attach)"
+for l in "  coalesce: off (on asked), $nv" "  recycle: off, $nv, no audited driver on this machine" \
+	"  virtio: off (on asked), $nv"; do
+	has "$T/o" "$l" || bad "no line '$l'"
+done
+report status-unverified
 
 # errors: not loaded (interfaces still listed), debugfs not mounted, format 1
 N=$T/N

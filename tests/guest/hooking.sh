@@ -85,7 +85,7 @@ t_unverified() {
 	rmmod ppcoal || bad "rmmod"
 	# a malformed record is said and ignored: ppcoal loads, nothing is
 	# verified locally; an entry of a path this build does not know is skipped
-	for v in 6.1.0-0/coalesce 6.1.0-0/coalesce/o-k 6.1.0-0/coalesce/ok, 6.1.0-0/coalesce/ok,,6.1.0-0/virtio/ok '6.1.0-0;/coalesce/ok'; do
+	for v in 6.1.0-0/coalesce 6.1.0-0/coalesce/o-k '6.1.0-0/coalesce/ok,' 6.1.0-0/coalesce/ok,,6.1.0-0/virtio/ok '6.1.0-0;/coalesce/ok'; do
 		ppcoal_load test_debian_version=6.1.0-0 "local_verified=$v" || { bad "load with a malformed local_verified=$v failed"; continue; }
 		eq "$(val coalesce.verified)" no "local_verified=$v ignored"
 		dmesg_has "local_verified: invalid value \"$v\", ignored: expected VERSION/PATH/RESULT entries" ||

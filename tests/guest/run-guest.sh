@@ -20,7 +20,11 @@ echo 0 >/proc/sys/net/core/skb_defer_max
 # the boots column of tests.tsv); without it, the tests of the default boot
 # (their boots column names "default").
 sel=$(sed -n 's/.*ppcoal\.tests=\([^ ]*\).*/\1/p' /proc/cmdline)
-[ -n "$sel" ] || sel=$(awk -F'\t' '!/^#/ && ("," $3 ",") ~ /,default[,@]/ { printf "%s%s", s, $1; s = "," }' /tests/tests.tsv)
+# (default, or default@ID for this kernel, as tests/run's boot_tests)
+[ -n "$sel" ] || sel=$(awk -F'\t' -v k="${PPCOAL_KERNEL:-}" '!/^#/ && NF >= 3 {
+	n = split($3, a, ",")
+	for (i = 1; i <= n; i++) if (a[i] == "default" || a[i] == "default@" k) { printf "%s%s", s, $1; s = ","; break }
+}' /tests/tests.tsv)
 want() {
 	case ",$sel," in *",$1,"*) return 0 ;; *) return 1 ;; esac
 }
@@ -29,6 +33,7 @@ want() {
 # them defines a function t_NAME per test (every - of NAME as _) and the
 # area's helpers, and runs no test. Helpers of several areas are in lib.sh.
 for area in $(awk -F'\t' '!/^#/ && NF >= 2 && $2 != "-" && !seen[$2]++ { print $2 }' /tests/tests.tsv); do
+	[ -r "/tests/$area" ] || { echo "PPCOAL-RESULT FAIL guest-script /tests/$area missing"; continue; }
 	# shellcheck disable=SC1090 # each area file is checked on its own
 	. "/tests/$area"
 done
@@ -57,7 +62,11 @@ for row in $rows; do
 		# Lockdown can be raised but never lowered: this runs last.
 		[ -e /sys/kernel/security/lockdown ] || mount -t securityfs securityfs /sys/kernel/security
 		;;
-	*) want "$row" && "t_$(echo "$row" | tr - _)" ;;
+	*)
+		want "$row" || continue
+		f="t_$(echo "$row" | tr - _)"
+		if command -v "$f" >/dev/null; then "$f"; else echo "PPCOAL-RESULT FAIL $row no function $f"; fi
+		;;
 	esac
 done
 unset rows row

@@ -55,10 +55,13 @@ t_status_tool() {
 	grep -q '^  recycle: off' /tmp/status.out || bad "recycle verdict not off"
 	grep -q '"paths":{' /tmp/status.json && grep -q '"exit":0' /tmp/status.json || bad "status --json fields"
 	rmmod ppcoal || bad "rmmod"
+	# refused at load, the paths read off; asked for on, they count as set
+	# to run (stats: PATH.wanted)
 	ppcoal_load test_debian_version=6.1.0-0 mode=on || bad "insmod (assumed 6.1.0-0)"
+	eq "$(val virtio.mode) $(val virtio.wanted)" "off on" "virtio: mode off, on asked"
 	ppcoal status -i 1 >/tmp/status.out 2>&1
 	eq "$?" 1 "status exit with paths asked to run that cannot"
-	grep -q '^  virtio: on, unavailable: not verified for Debian 6.1.0-0$' /tmp/status.out ||
+	grep -q '^  virtio: off (on asked), unavailable: not verified for Debian 6.1.0-0$' /tmp/status.out ||
 		bad "no verdict naming why virtio cannot run"
 	rmmod ppcoal || bad "rmmod"
 	ppcoal status >/tmp/status.out 2>&1
