@@ -606,14 +606,14 @@ else
 fi
 
 # ============================ POSIX sh ======================================
-for f in "$S/ppcoal" "$S/ppcoal-stat" "$S/ppcoal-manpage" "$S/ppcoal-doc" "$REPO/tests/host-tools.sh"; do
+for f in "$S/ppcoal" "$S/ppcoal-stat" "$S/ppcoal-ab" "$S/ppcoal-manpage" "$S/ppcoal-doc" "$REPO/tests/host-tools.sh" "$REPO/tests/host-ab.sh"; do
 	dash -n "$f" 2>"$T/e" || bad "dash -n $(basename "$f"): $(head -n 1 "$T/e")"
 	if command -v busybox >/dev/null 2>&1; then
 		busybox sh -n "$f" 2>"$T/e" || bad "busybox sh -n $(basename "$f"): $(head -n 1 "$T/e")"
 	fi
 done
 if command -v shellcheck >/dev/null 2>&1; then
-	shellcheck -s sh "$S/ppcoal" "$S/ppcoal-stat" "$S/ppcoal-manpage" "$S/ppcoal-doc" "$REPO/tests/host-tools.sh" >"$T/e" 2>&1 ||
+	shellcheck -s sh "$S/ppcoal" "$S/ppcoal-stat" "$S/ppcoal-ab" "$S/ppcoal-manpage" "$S/ppcoal-doc" "$REPO/tests/host-tools.sh" "$REPO/tests/host-ab.sh" >"$T/e" 2>&1 ||
 		bad "shellcheck: $(grep -m 2 'SC[0-9]' "$T/e" | tr '\n' ' ')"
 else
 	skip posix "shellcheck not installed: dash -n only"

@@ -4,7 +4,7 @@
 # interleaved runs each; every run is a window of the insncount QEMU plugin
 # (the host prints guest instructions per packet from it: the measure an
 # emulated guest can resolve) and of ppcoal's counters (what the path did).
-# Throughput only through scripts/ppcoal-ab, with its spread. Short runs:
+# Throughput only through ppcoal-ab, with its paired test. Short runs:
 # an illustration; scripts/ppcoal-bench and docs/benchmarks.md "Benchmarks" measure.
 . /tests/lib.sh
 echo DEMO-BEGIN
@@ -77,12 +77,11 @@ for r in 0 1 2; do
 done
 
 echo
-echo "== ppcoal-ab: throughput, TCP over the fixture with the tap (A = off, B = on)"
-echo "   (throughput in this guest swings between runs of one mode: a change whose"
-echo "   per-pair range crosses zero is marked inside the noise)"
+echo "== ppcoal-ab: throughput and CPU per GB, TCP over the fixture with the tap, coalesce A = off, B = on"
+echo "   (6 pairs of 1 s per size; a change is shown only when the paired test supports it at 95%)"
 tap_start
 sleep 0.3
-ppcoal-ab -s "$FPEER" -l "256 1024" -n 3 -t 1 -w 1 --stat-netns peer
+ppcoal-ab -c "$FPEER" --paths coalesce -l "256 1024" --pairs 6 -t 1 -O 0 --stat-netns peer
 tap_stop
 echo
 echo "/sys/kernel/debug/ppcoal/stats:"
