@@ -23,7 +23,8 @@
 #                    measure fields, -J alone on stdout, modes restored,
 #                    --analyze reproducing the run's JSON, jq and awk reading
 #                    iperf3's JSON alike, the old option names
-#   ab-direction     receive by default when the server is not on this host
+#   ab-direction     receive by default when the server is not on this host,
+#                    --send against it; --together, --baseline
 #   ab-bad-args      every bad argument: exit 2 and its reason
 # Needs python3 and iperf3 (the suite installs it); no root, no module.
 set -u
@@ -301,7 +302,7 @@ python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sy
 rc=$?
 [ "$rc" = 0 ] || bad "UDP run exit $rc: $(head -n 3 "$T/o2.err")"
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results'][0]['measures']; assert j['meta']['protocol']=='udp' and j['meta']['direction']=='receive' and j['meta']['rate']=='2M'; assert r['pps']['A']['median'] > 0" "$T/o2.json" 2>"$T/py.out" ||
-	bad "-J output: $(tail -n 1 "$T/py.out")"
+	bad "-J output: $(tail -n 1 "$T/py.out") in $(head -c 300 "$T/o2.json")"
 grep -q -- '-u -b 2M' "$T/iperf.log" || bad "-u -b 2M not passed"
 grep -q -- ' -R' "$T/iperf.log" || bad "-R not passed"
 grep -q -- '-O 0' "$T/iperf.log" || bad "-w 0 is not -O 0"
@@ -348,6 +349,15 @@ IP=$T/bin/ipfake "$AB" -c 127.0.0.1 -p "$port" --paths coalesce -l 256 --pairs 1
 grep -q -- ' -R' "$T/iperf.log" || bad "no -R for a server not on this host"
 grep -q '^receiving interface: eth9 ' "$T/o3.out" || bad "receiving interface not the route's: $(grep receiving "$T/o3.out")"
 grep -q '127.0.0.1 -> this host (receive)' "$T/o3.out" || bad "no '(receive)' in the header"
+# --send overrides it; --together switches the paths as one; --baseline is --a
+: >"$T/iperf.log"
+IP=$T/bin/ipfake "$AB" -c 127.0.0.1 -p "$port" --send --paths "coalesce recycle" --together --baseline observe \
+	-l 256 --pairs 1 -t 1 -O 0 -J >"$T/o4.json" 2>"$T/o4.err" || bad "--send --together: exit $?: $(head -n 2 "$T/o4.err")"
+grep -q -- ' -R' "$T/iperf.log" && bad "-R passed with --send"
+[ "$(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|')" = "on observe|observe observe|on on|" ] ||
+	bad "--together --baseline observe: modes seen $(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|')"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['meta']['together'] is True and j['meta']['direction']=='send' and j['meta']['a']=='observe', j['meta']; assert [r['paths'] for r in j['results']]==[['coalesce','recycle']], j['results']" "$T/o4.json" 2>"$T/py.out" ||
+	bad "--together JSON: $(tail -n 1 "$T/py.out")"
 report direction
 
 # ---- bad arguments ------------------------------------------------------------

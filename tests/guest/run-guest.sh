@@ -9,6 +9,7 @@ grep -q "ppcoal.bench=virtio" /proc/cmdline && exec /tests/bench-virtio.sh
 grep -q "ppcoal.bench=coalesce" /proc/cmdline && exec /tests/bench-coalesce.sh
 grep -q "ppcoal.bench=recycle" /proc/cmdline && exec /tests/bench-recycle.sh
 grep -q "ppcoal.bench=micro" /proc/cmdline && exec /tests/bench-micro.sh
+grep -q "ppcoal.bench=ab-aa" /proc/cmdline && exec /tests/bench-ab.sh
 
 # TCP defers freeing received skbs to the CPU that allocated them
 # (skb_attempt_defer_free); up to skb_defer_max/2 of them wait there for

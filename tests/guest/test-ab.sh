@@ -6,7 +6,8 @@
 #     seconds per GB measured, TCPRcvCoalesce of netns peer, the modes found
 #     (recycle=observe among them) restored after the path's arm
 #   - the paths by default over the virtio pair: virtio alone, as ppcoal
-#     status decides for virtio_net, the interface named in the meta
+#     status decides for virtio_net, the interface named in the meta; the
+#     client in a netns (--netns) sending to a server here
 #   - an A/A (coalesce on against on, with the tap: the demo's case), 11
 #     pairs at 99.9%: the tool claims no change (a correct tool claims one
 #     here once in 1000 runs, when all 11 pairs agree in sign)
@@ -74,6 +75,15 @@ ab_test() {
 	eq "$(head -c 1 /tmp/ab-v.json)" "{" "-J: stdout is the JSON"
 	eq "$(ab_modes)" "$ab_found" "modes restored after the virtio run"
 
+	# --netns: the client in netns peer, a server here on the virtio NIC
+	iperf3 -s -D -B "$SELF" >/dev/null 2>&1
+	sleep 0.5
+	IP=$IP ppcoal-ab --netns peer -c "$SELF" -l 1024 --pairs 1 -t 1 -O 0 -J >/tmp/ab-n.json 2>/tmp/ab-n.err
+	eq "$?" 0 "--netns: exit status"
+	grep -q '"direction": "send", "server": "'"$SELF"'", "port": 5201,' /tmp/ab-n.json || bad "--netns: not a send to $SELF"
+	grep -q '"netns": "peer",' /tmp/ab-n.json || bad "--netns: not in the meta"
+	grep -q '"interface": {"name": "[^"]*", "driver": "virtio_net"' /tmp/ab-n.json || bad "--netns: the receiving interface is not this side's virtio_net"
+	pkillf "iperf3 -s -D -B $SELF"
 	# A/A of the demo's case: 11 pairs at 99.9%, no change may be claimed
 	tap_start
 	sleep 0.3
