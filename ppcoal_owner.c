@@ -481,13 +481,18 @@ static bool notrace ppc_napi_audited(struct napi_struct *napi)
  * (page_pool_params.dev: the netdev's device, as veth sets it,
  * drivers/net/veth.c:1020, or its parent, a NIC's PCI device)? A pool of
  * another driver that allocates inside this poll is not learned as its.
+ * A NAPI without a device is no driver's: the backlog NAPI of each CPU
+ * (process_backlog(), set up with no napi->dev, 6.1 net/core/dev.c:11636,
+ * 6.12 :12488; a driver's gets one in netif_napi_add(), 6.1 :6533, 6.12
+ * :6848), which __napi_poll() polls like any other.
  */
 static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
 				     const struct napi_struct *napi)
 {
 	struct device *dev = READ_ONCE(pool->p.dev);
+	struct net_device *ndev = READ_ONCE(napi->dev);
 
-	return dev && (dev == &napi->dev->dev || dev == napi->dev->dev.parent);
+	return dev && ndev && (dev == &ndev->dev || dev == ndev->dev.parent);
 }
 
 /* 6.12: does the kernel's own rule place this pool (.napi or cpuid)? */
@@ -533,8 +538,13 @@ void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 		if (old == napi || (old && old <= PPC_OWN_VERDICT))
 			return;	/* nothing new (a second NAPI: shared) */
 	}
-	if (ppc_pool_placed(pool) || !ppc_pool_of_napi(pool, (void *)napi) ||
-	    !ppc_napi_audited((void *)napi))
+	/*
+	 * The audited poll first: only an audited driver's NAPI is read
+	 * further (the backlog NAPI's process_backlog() is built in, never
+	 * audited, and has no device).
+	 */
+	if (ppc_pool_placed(pool) || !ppc_napi_audited((void *)napi) ||
+	    !ppc_pool_of_napi(pool, (void *)napi))
 		napi = PPC_OWN_NEVER;
 	ppc_own_learn((unsigned long)pool, napi);
 }

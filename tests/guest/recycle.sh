@@ -140,6 +140,39 @@ t_recycle_context() {
 	cleanup
 }
 
+# The backlog NAPI of each CPU (process_backlog(), polled by __napi_poll()
+# like a driver's) has no device (issue 36.1): a pool that allocates inside
+# its poll while the learner is armed is judged by the poll's driver
+# first, never through a napi->dev it lacks (a NULL pointer dereference
+# before). The microbenchmark module's frames through the backlog each
+# take a page of its pool and free it inside that poll: the first free
+# asks for the pool's owner, the learner arms, and a later allocation
+# inside the backlog's poll makes the pool not eligible. Rounds of 25
+# frames (0.5 s) until then: arming the learner takes a while.
+t_recycle_backlog() {
+	begin recycle-backlog
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	insmod /ko/ppcoal_microbench.ko || bad "insmod ppcoal_microbench"
+	"$IP" link set lo up
+	snap /tmp/a
+	i=0
+	while [ $i -lt 20 ]; do
+		echo 25 >/sys/kernel/debug/ppcoal_microbench/backlog || { bad "frames through the backlog"; break; }
+		i=$((i + 1))
+		snap /tmp/b
+		[ "$(delta recycle.pools_not_eligible /tmp/a /tmp/b)" = 0 ] || break
+	done
+	gt "$(delta recycle.learn_armed /tmp/a /tmp/b)" 0 "the learner armed for the pool met in the backlog's poll"
+	gt "$(delta recycle.pools_not_eligible /tmp/a /tmp/b)" 0 "the pool allocating inside the backlog's poll judged not eligible"
+	gt "$(delta recycle.deny_owner_unknown /tmp/a /tmp/b)" 0 "the pool met inside the backlog's poll, its owner unknown"
+	eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "no direct put"
+	echo "METRIC $(uname -r) recycle-backlog frames=$((i * 25)) armed=$(delta recycle.learn_armed /tmp/a /tmp/b) not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b) unknown=$(delta recycle.deny_owner_unknown /tmp/a /tmp/b)"
+	check_sums /tmp/a /tmp/b
+	rmmod ppcoal_microbench || bad "rmmod ppcoal_microbench"
+	end
+	cleanup
+}
+
 # Teardown under traffic: fixture removal, pool re-creation and ppcoal
 # unload while the flood runs; no owner entry outlives its pool.
 t_recycle_teardown() {

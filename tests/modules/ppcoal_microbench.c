@@ -103,6 +103,17 @@
  *   run at once (6.1 defers softirqs to a runnable ksoftirqd) is not
  *   timed; too many such chunks fail the run.
  *
+ * Not a timing: write N (1..1000) to .../backlog to hand N frames, 20 ms
+ * apart, to the backlog NAPI of the writing CPU (netif_rx() on the
+ * loopback device, which must be up, with the ethertype of local
+ * experiments). A packet handler, run for each frame in that NAPI's
+ * poll (process_backlog(), a NAPI with no device), takes a page of the
+ * pool and frees it through the skb page free, as call_recycle. With
+ * ppcoal's recycle=on the first free inside that poll asks for the pool's
+ * owner to be learned, and the allocations after it meet ppcoal's
+ * allocation probe inside the backlog's poll. The write fails with -EIO
+ * when a frame was not handled or a page is left out of the pool.
+ *
  * Limits: TCG nanoseconds are not hardware nanoseconds (compare ratios and
  * differences, interleaved); no cache effects are emulated; a pair only
  * compares when ppcoal's paths are off during both of its arms (a hooked
@@ -112,6 +123,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/etherdevice.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
@@ -553,6 +565,84 @@ static int ppmb_pool_check(const char *what)
 	return -EIO;
 }
 
+/* backlog: the pool's consumer is this handler alone, on one CPU at a time. */
+static DEFINE_SPINLOCK(ppmb_backlog_lock);
+static atomic_t ppmb_backlog_seen;
+
+static int ppmb_backlog_rcv(struct sk_buff *skb, struct net_device *dev,
+			    struct packet_type *pt,
+			    struct net_device *orig_dev)
+{
+	struct page *page;
+
+	spin_lock(&ppmb_backlog_lock);
+	page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
+	if (page && !ppmb_skb_page_free(page))
+		page_pool_put_full_page(ppmb_pool, page, false);
+	spin_unlock(&ppmb_backlog_lock);
+	if (page)
+		atomic_inc(&ppmb_backlog_seen);
+	consume_skb(skb);
+	return NET_RX_SUCCESS;
+}
+
+static struct packet_type ppmb_backlog_pt = {
+	.type = cpu_to_be16(ETH_P_802_EX1),
+	.func = ppmb_backlog_rcv,
+};
+
+static ssize_t ppmb_backlog_write(struct file *file, const char __user *ubuf,
+				  size_t len, loff_t *ppos)
+{
+	struct net_device *lo = init_net.loopback_dev;
+	struct sk_buff *skb;
+	u32 n, i;
+	int ret;
+
+	ret = kstrtou32_from_user(ubuf, len, 10, &n);
+	if (ret)
+		return ret;
+	if (!n || n > 1000)
+		return -EINVAL;
+	if (!netif_running(lo))
+		return -ENETDOWN;
+	ret = mutex_lock_interruptible(&ppmb_lock);
+	if (ret)
+		return ret;
+	atomic_set(&ppmb_backlog_seen, 0);
+	dev_add_pack(&ppmb_backlog_pt);
+	for (i = 0; i < n; i++) {
+		skb = alloc_skb(ETH_ZLEN, GFP_KERNEL);
+		if (!skb) {
+			ret = -ENOMEM;
+			break;
+		}
+		skb_put_zero(skb, ETH_ZLEN);
+		skb_reset_mac_header(skb);
+		skb->dev = lo;
+		skb->protocol = ppmb_backlog_pt.type;
+		/* polled at once: netif_rx() enables bottom halves again */
+		netif_rx(skb);
+		msleep(20);
+	}
+	/* returns once no CPU runs the handler (synchronize_net()) */
+	dev_remove_pack(&ppmb_backlog_pt);
+	if (!ret && atomic_read(&ppmb_backlog_seen) != i) {
+		pr_err("backlog: %d of %u frames handled\n",
+		       atomic_read(&ppmb_backlog_seen), i);
+		ret = -EIO;
+	}
+	if (ppmb_pool_check("backlog") && !ret)
+		ret = -EIO;
+	mutex_unlock(&ppmb_lock);
+	return ret ? ret : len;
+}
+
+static const struct file_operations ppmb_backlog_fops = {
+	.owner = THIS_MODULE,
+	.write = ppmb_backlog_write,
+};
+
 /* The insncount plugin's marker no-op (tests/plugin/insncount.c). */
 static void ppmb_mark(void)
 {
@@ -730,6 +820,8 @@ static int __init ppmb_init(void)
 	local_bh_enable();
 	ppmb_dir = debugfs_create_dir("ppcoal_microbench", NULL);
 	debugfs_create_file("run", 0600, ppmb_dir, NULL, &ppmb_run_fops);
+	debugfs_create_file("backlog", 0200, ppmb_dir, NULL,
+			    &ppmb_backlog_fops);
 	return 0;
 }
 
