@@ -60,6 +60,16 @@
  * "on": may this page go straight into @pool's cache? Counts the reason
  * when not. @pool is alive: the page being freed holds it. @placed: the
  * kernel's own rule owns this pool (6.12 .napi or cpuid) and said no.
+ *
+ * Interrupts disabled inside the owner's poll are not the poll's own
+ * code but something nested in it, which may have interrupted the
+ * poll's own use of the cache: netconsole's netpoll_send_skb() disables
+ * them (6.1 net/core/netpoll.c:397, 6.12 :390) and, through
+ * netpoll_poll_dev(), zap_completion_queue() frees completed skbs so
+ * (6.1 :367, :216, :280; 6.12 :360, :211, :273). Upstream puts into the
+ * cache only with interrupts enabled: 6.12 __page_pool_put_page() asserts
+ * it (lockdep_assert_no_hardirq(), net/core/page_pool.c:845), which
+ * page_pool_napi_local() relies on (:899-902). Counted as not softirq.
  */
 static bool ppc_direct_ok(unsigned long pool, bool placed)
 {
@@ -67,7 +77,7 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 	unsigned long owner, gen;
 
 	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !in_softirq() || in_hardirq() ||
-	    in_nmi()) {
+	    in_nmi() || irqs_disabled()) {
 		ppc_count(RC_DENY_NOT_SOFTIRQ);
 		return false;
 	}

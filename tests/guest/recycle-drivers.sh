@@ -188,6 +188,18 @@ t_recycle_audit() {
 	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
 	snap /tmp/b
 	gt "$(delta recycle.direct /tmp/a /tmp/b)" 1900 "added by the expert: direct puts"
+	# the same poll freeing its page with interrupts disabled, as
+	# netconsole's netpoll frees skbs nested in a poll: never direct,
+	# denied as not softirq (issue 36.2). 6.12's page pool warns of any
+	# put made so where lockdep is on (__page_pool_put_page(), 6.12
+	# net/core/page_pool.c:845), ppcoal's or not: not there
+	if on_61 || [ ! -e /proc/lockdep ]; then
+		snap /tmp/a
+		echo "poll_recycle_irqoff 2000" >$MB || bad "poll_recycle_irqoff"
+		snap /tmp/b
+		eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "interrupts disabled in the owner's poll: no direct put"
+		ge "$(delta recycle.deny_not_softirq /tmp/a /tmp/b)" 2000 "interrupts disabled in the owner's poll: denied as not softirq"
+	fi
 	echo observe >$P/recycle
 	echo "" >$P/recycle_drivers || bad "recycle_drivers cleared"
 	rmmod ppcoal_microbench || bad "rmmod ppcoal_microbench"

@@ -102,6 +102,9 @@
  *   directly; the runner checks it did). A chunk in which a poll did not
  *   run at once (6.1 defers softirqs to a runnable ksoftirqd) is not
  *   timed; too many such chunks fail the run.
+ * poll_recycle_irqoff: poll_recycle with interrupts disabled around the
+ *   free, as netconsole's netpoll frees skbs nested in a poll: not a
+ *   timing, the test of ppcoal's rule that such a free is never direct.
  *
  * Not a timing: write N (1..1000) to .../backlog to hand N frames, 20 ms
  * apart, to the backlog NAPI of the writing CPU (netif_rx() on the
@@ -180,6 +183,7 @@ struct ppmb_run {
 	/* poll_*: polls run; chunks not timed (see ppmb_poll_loop()) */
 	u32 polls;
 	bool poll_page;
+	bool poll_irqoff;	/* the page freed with interrupts disabled */
 	bool discard;
 	u32 discarded;
 };
@@ -460,7 +464,9 @@ static void ppmb_coalesce_teardown(struct ppmb_run *r)
 static int ppmb_poll(struct napi_struct *napi, int budget)
 {
 	struct ppmb_run *r = READ_ONCE(ppmb_poll_run);
+	unsigned long flags = 0;
 	struct page *page;
+	bool freed;
 	int work = 0;
 
 	if (r) {
@@ -469,7 +475,14 @@ static int ppmb_poll(struct napi_struct *napi, int budget)
 			page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
 			if (unlikely(!page)) {
 				r->err = -ENOMEM;
-			} else if (unlikely(!ppmb_skb_page_free(page))) {
+				goto out;
+			}
+			if (r->poll_irqoff)
+				local_irq_save(flags);
+			freed = ppmb_skb_page_free(page);
+			if (r->poll_irqoff)
+				local_irq_restore(flags);
+			if (unlikely(!freed)) {
 				page_pool_put_full_page(ppmb_pool, page, false);
 				r->err = -EIO;
 			} else {
@@ -477,13 +490,15 @@ static int ppmb_poll(struct napi_struct *napi, int budget)
 			}
 		}
 	}
+out:
 	napi_complete_done(napi, work);
 	return work;
 }
 
 static int ppmb_poll_setup(struct ppmb_run *r)
 {
-	r->poll_page = !strcmp(r->op->name, "poll_recycle");
+	r->poll_irqoff = !strcmp(r->op->name, "poll_recycle_irqoff");
+	r->poll_page = r->poll_irqoff || !strcmp(r->op->name, "poll_recycle");
 	WRITE_ONCE(ppmb_poll_run, r);
 	return 0;
 }
@@ -550,6 +565,9 @@ static const struct ppmb_op ppmb_ops[] = {
 	  .loop = ppmb_poll_loop, .teardown = ppmb_poll_teardown },
 	{ .name = "poll_recycle", .pool = true, .setup = ppmb_poll_setup,
 	  .loop = ppmb_poll_loop, .teardown = ppmb_poll_teardown },
+	{ .name = "poll_recycle_irqoff", .pool = true,
+	  .setup = ppmb_poll_setup, .loop = ppmb_poll_loop,
+	  .teardown = ppmb_poll_teardown },
 };
 
 /* Are all pages of the pool back in it? pr_err "pool LEAK" if not. */
