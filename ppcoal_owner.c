@@ -718,7 +718,14 @@ static int ppc_drivers_set(const char *val, const struct kernel_param *kp)
 			ret = -EINVAL;
 			break;
 		}
-		strscpy(names[n++], w, MODULE_NAME_LEN);
+		/*
+		 * A module's name has _ where its file may have - (kbuild's
+		 * KBUILD_MODNAME, 6.1 scripts/Makefile.lib:123-126:
+		 * xen-netfront.ko is xen_netfront), and kallsyms names it so
+		 * (ppc_napi_audited()): stored, and read back, as _.
+		 */
+		strscpy(names[n], w, MODULE_NAME_LEN);
+		strreplace(names[n++], '-', '_');
 	}
 	if (ret) {
 		pr_err("recycle_drivers: invalid list \"%.*s\": up to %d module names, comma separated; list unchanged\n",
@@ -760,7 +767,7 @@ static const struct kernel_param_ops ppc_drivers_ops = {
 
 module_param_cb(recycle_drivers, &ppc_drivers_ops, NULL, 0644);
 MODULE_PARM_DESC(recycle_drivers,
-		 "experts only, taints the kernel: drivers (module names, comma separated) to treat as audited for recycle=on, besides the built-in list; write while recycle is not on (default: empty)");
+		 "experts only, taints the kernel: drivers (module names, comma separated; - is read as _, as in module names) to treat as audited for recycle=on, besides the built-in list; write while recycle is not on (default: empty)");
 
 /**
  * ppc_owner_exit() - stop the learning work for module unload
