@@ -400,6 +400,17 @@ put:
  * enter them again (the waits of ftrace_shutdown(), see the lifetime
  * rules above). A failed unregister leaves the hook live and stuck: the
  * module is pinned so that its text never goes away under it.
+ * A stuck hook stays stuck, for every failure that makes one is for good:
+ * unregistering a registered ops fails only once ftrace is dead
+ * (ftrace_shutdown() returns -ENODEV first, 6.1 kernel/trace/ftrace.c
+ * :3035, 6.12 :3126; ftrace_disabled is set by ftrace_init()'s failure and
+ * ftrace_kill() and never cleared, 6.1 :118, :7544, :8177, 6.12 :123,
+ * :7923, :8556), or for an ops not enabled or not on ftrace's list (6.1
+ * :351-360), which only a register would change and a stuck hook is never
+ * registered again; a register left live (ppc_hook_attach()) is one that
+ * ftrace_startup() gave up on as ftrace died (6.1 :3021-3024, 6.12
+ * :3114-3117). The retry below fails the same way, so ppc_engine_exit()
+ * never frees text a stuck hook may still enter.
  */
 static int ppc_hook_detach(struct ppc_hook *h)
 {
