@@ -40,7 +40,32 @@
  * :266-310). ENDBR and the call depth accounting before a call as
  * samples/ftrace/ftrace-direct-multi.c (6.12 :52-57) has them. The
  * kernel keeps an 8-byte aligned stack (-mpreferred-stack-boundary=3).
+ *
+ * decide() may clobber every caller-saved register the trampoline does not
+ * keep (rax, r10, r11, and the argument registers beyond nargs), and
+ * returning into the function leaves them so at its entry. No caller
+ * expects them back by the psABI; only GCC's interprocedural register
+ * allocation (-fipa-ra) lets a caller keep a value in a register the
+ * callee's body leaves alone, and only for a callee whose body it compiled
+ * before, in its own file. GCC turns -fipa-ra off with -pg ("Options That
+ * Control Optimization", -fipa-ra), and the function tracer's -pg -mfentry
+ * is in every file of a kernel built with it (6.1 Makefile:776 and
+ * :968-975, 6.12 :769 and :927-934), asserted below: a function ftrace can
+ * hook has a fentry call site, so its file, and every caller the compiler
+ * could have told about its registers, was built with it, unless the
+ * kernel is linked with LTO (then callers in other files see the body
+ * too), asserted below as well. ftrace's own caller rests on the same
+ * rule: it keeps the argument registers and rax, and leaves r10 and r11 to
+ * its callbacks at every traced function's entry (6.1
+ * arch/x86/kernel/ftrace_64.S:82-88 and :121-127, 6.12 :83-89 and
+ * :122-128).
  */
+#if !defined(CONFIG_FUNCTION_TRACER) || !defined(CC_USING_FENTRY)
+#error "ppcoal: the hook trampolines need a kernel built with the function tracer's -pg -mfentry"
+#endif
+#ifndef CONFIG_LTO_NONE
+#error "ppcoal: the hook trampolines need a kernel built without LTO"
+#endif
 #define PPC_HOOK_TRAMPOLINE(name, decide, nargs) \
 	asm(".pushsection .text, \"ax\", @progbits\n" \
 	    ".globl " #name "\n" \
