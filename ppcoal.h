@@ -253,6 +253,8 @@ int ppc_guard_get(void);
 void ppc_guard_put(void);
 bool ppc_guard_stuck(void);
 void ppc_direct_exit(void);
+int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
+			unsigned long tramp);
 void ppc_pin(const char *what, int err);
 bool ppc_register_left_live(struct ftrace_ops *ops, int err);
 

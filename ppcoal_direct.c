@@ -181,6 +181,120 @@ void ppc_guard_put(void)
 	}
 }
 
+#ifdef PPC_HAVE_FTRACE_DIRECT_MULTI
+/*
+ * 6.1's register_ftrace_direct_multi() puts the function into
+ * direct_functions, registers the ops, and when that fails takes the
+ * entries out again with kfree() and no grace period (6.1
+ * kernel/trace/ftrace.c:5719-5738, :5652-5667); meanwhile the failed ops
+ * was on ftrace_ops_list (ftrace_startup() lists it, then rolls it back,
+ * :2984, :3002-3008), where ftrace_ops_list_func() may call its
+ * call_direct_funcs(), which reads those entries (:2519-2529, :2475-2484).
+ * It fails so when the function already has an IPMODIFY user (a
+ * livepatch, a kprobe with a post handler): a direct ops without an
+ * ops_func is refused there, after it was listed (:1983-1984). So the
+ * function is claimed first by an IPMODIFY ops of ppcoal's, whose
+ * registering fails (-EBUSY, before any direct entry exists) where
+ * another holds it, and which holds it while the direct ops registers:
+ * the direct ops's ops_func allows that one sharing (ENABLE_SHARE_
+ * IPMODIFY_SELF, :1985) and refuses any other IPMODIFY user later
+ * (ENABLE_SHARE_IPMODIFY_PEER, :8236-8239, before that user is listed),
+ * as a missing ops_func did. Then the claim goes. 6.12's
+ * call_direct_funcs() reads the ops's own direct_call, not
+ * direct_functions (6.12 :2613-2621): no claim there.
+ */
+static void notrace ppc_claim_cb(unsigned long ip, unsigned long parent_ip,
+				 struct ftrace_ops *op,
+				 struct ftrace_regs *fregs)
+{
+}
+
+static struct ftrace_ops ppc_claim_ops = {
+	.func = ppc_claim_cb,
+	.flags = FTRACE_OPS_FL_IPMODIFY,
+};
+
+/* The claim holds the function a direct ops is registering for. */
+static bool ppc_claiming;
+
+/* Unregistering the claim failed: it stays on ftrace's list, pinned. */
+static bool ppc_claim_dead;
+
+static int ppc_claim_ops_func(struct ftrace_ops *op, enum ftrace_ops_cmd cmd)
+{
+	switch (cmd) {
+	case FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF:
+		/* the IPMODIFY user there is the claim: no other can be */
+		return READ_ONCE(ppc_claiming) ? 0 : -EBUSY;
+	case FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_PEER:
+		return -EBUSY;
+	default:
+		return 0;	/* the claim leaves */
+	}
+}
+
+/**
+ * ppc_direct_register() - register a hook's direct ops
+ * @ops: its ftrace_ops, filtered on @ip
+ * @ip: the hooked function
+ * @tramp: the trampoline the call site is to call
+ *
+ * Called with ppc_lock held. 6.1: refused first (-EBUSY) when another
+ * ftrace user modifies @ip's instruction pointer (see above).
+ *
+ * Return: 0, or the errno of registering the claim or the direct ops.
+ */
+int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
+			unsigned long tramp)
+{
+	int ret, err;
+
+	lockdep_assert_held(&ppc_lock);
+	if (ppc_claim_dead)
+		return -ENODEV;
+	ret = ftrace_set_filter_ip(&ppc_claim_ops, ip, 0, 1);
+	if (ret)
+		return ret;
+	ret = register_ftrace_function(&ppc_claim_ops);
+	if (ret) {
+		if (ppc_register_left_live(&ppc_claim_ops, ret)) {
+			ppc_claim_dead = true;
+			ppc_pin("claim", ret);
+		} else {
+			ftrace_set_filter_ip(&ppc_claim_ops, ip, 1, 0);
+		}
+		return ret;
+	}
+	ops->ops_func = ppc_claim_ops_func;
+	WRITE_ONCE(ppc_claiming, true);
+	ret = ppc_register_direct(ops, tramp);
+	WRITE_ONCE(ppc_claiming, false);
+	err = unregister_ftrace_function(&ppc_claim_ops);
+	if (err) {
+		/* still on ftrace_ops_list: its memory must stay */
+		ppc_claim_dead = true;
+		ppc_pin("claim", err);
+	} else {
+		ftrace_set_filter_ip(&ppc_claim_ops, ip, 1, 0);
+	}
+	return ret;
+}
+#else
+/**
+ * ppc_direct_register() - register a hook's direct ops
+ * @ops: its ftrace_ops, filtered on @ip
+ * @ip: the hooked function
+ * @tramp: the trampoline the call site is to call
+ *
+ * Return: 0 or the errno of registering.
+ */
+int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
+			unsigned long tramp)
+{
+	return ppc_register_direct(ops, tramp);
+}
+#endif
+
 /**
  * ppc_direct_init() - direct_calls=1: say what it gets, once, at load
  */
@@ -207,13 +321,17 @@ bool ppc_direct_on(void)
 }
 
 /**
- * ppc_guard_stuck() - could the guard not be removed
+ * ppc_guard_stuck() - could the guard (or 6.1's claim) not be removed
  *
- * Return: true when unregistering the guard failed: it stays on ftrace's
- * list, live, and the module is pinned.
+ * Return: true when unregistering the guard or the claim failed: it stays
+ * on ftrace's list, live, and the module is pinned.
  */
 bool ppc_guard_stuck(void)
 {
+#ifdef PPC_HAVE_FTRACE_DIRECT_MULTI
+	if (ppc_claim_dead)
+		return true;
+#endif
 	return ppc_guard_dead;
 }
 
@@ -225,6 +343,10 @@ bool ppc_guard_stuck(void)
  */
 void ppc_direct_exit(void)
 {
-	if (ppc_direct)
-		ftrace_free_filter(&ppc_guard_ops);
+	if (!ppc_direct)
+		return;
+	ftrace_free_filter(&ppc_guard_ops);
+#ifdef PPC_HAVE_FTRACE_DIRECT_MULTI
+	ftrace_free_filter(&ppc_claim_ops);
+#endif
 }

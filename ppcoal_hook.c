@@ -36,10 +36,14 @@
  *    on a function one of our direct ops holds, and our direct ops on a
  *    function a livepatch holds, with -EBUSY, because our direct ops has
  *    no ops_func (6.1 :1983-1984 and :8236-8237, 6.12 :2056-2057 and
- *    :8616-8617); a second direct user (a BPF trampoline) gets -EBUSY
- *    too (6.1 :5714, 6.12 :6005). PERMANENT is carried by the guard
- *    (ppcoal_direct.c), registered before the first direct ops and
- *    removed after the last.
+ *    :8616-8617) or, on 6.1, one that answers -EBUSY to every IPMODIFY
+ *    user but ppcoal's own claim of the function, taken first so that
+ *    the second case is refused before the direct ops registers (6.1
+ *    frees what a failed one used with no grace period:
+ *    ppc_direct_register()); a second direct user (a BPF trampoline)
+ *    gets -EBUSY too (6.1 :5714, 6.12 :6005). PERMANENT is carried by
+ *    the guard (ppcoal_direct.c), registered before the first direct ops
+ *    and removed after the last.
  *    One gap the kernel leaves: an IPMODIFY ops already registered that
  *    later adds a function we hold to its filter is not refused (6.1
  *    :1441 and :1983-1988 accept a record a direct ops holds; a kprobe
@@ -368,7 +372,8 @@ static int ppc_hook_attach(struct ppc_hook *h)
 	if (ret)
 		goto put;
 	if (ppc_hook_direct(h))
-		ret = ppc_register_direct(&h->ops, (unsigned long)h->tramp);
+		ret = ppc_direct_register(&h->ops, h->addr,
+					  (unsigned long)h->tramp);
 	else
 		ret = register_ftrace_function(&h->ops);
 	if (ret && ppc_register_left_live(&h->ops, ret)) {
