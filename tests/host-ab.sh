@@ -370,8 +370,12 @@ grep -q '127.0.0.1 -> this host (receive)' "$T/o3.out" || bad "no '(receive)' in
 IP=$T/bin/ipfake "$AB" -c 127.0.0.1 -p "$port" --send --paths "coalesce recycle" --together --baseline observe \
 	-l 256 --pairs 1 -t 1 -O 0 -J >"$T/o4.json" 2>"$T/o4.err" || bad "--send --together: exit $?: $(head -n 2 "$T/o4.err")"
 grep -q -- ' -R' "$T/iperf.log" && bad "-R passed with --send"
-[ "$(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|')" = "on observe|observe observe|on on|" ] ||
-	bad "--together --baseline observe: modes seen $(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|')"
+# the probe in the modes found, then the pair in its recorded order
+want="on observe|observe observe|on on|"
+[ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][0]['runs'][0]['side'])" "$T/o4.json" 2>/dev/null)" = A ] ||
+	want="on observe|on on|observe observe|"
+[ "$(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|')" = "$want" ] ||
+	bad "--together --baseline observe: modes seen $(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|'), not $want"
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['meta']['together'] is True and j['meta']['direction']=='send' and j['meta']['a']=='observe', j['meta']; assert [r['paths'] for r in j['results']]==[['coalesce','recycle']], j['results']" "$T/o4.json" 2>"$T/py.out" ||
 	bad "--together JSON: $(tail -n 1 "$T/py.out")"
 report direction
