@@ -11,14 +11,16 @@
 #                    Hodges-Lehmann estimate and interval from the Walsh
 #                    averages; p, change, interval, significance agree; and
 #                    busybox awk (the guest's) computes the same JSON
-#   ab-false-pos     4000 A/A comparisons of 8 pairs (a fixed seed: no flake),
-#                    noise of 10%, half of them with a drift of 2% a run: at
-#                    most 5% (and at least 2%: the test is not dead) claimed a
-#                    change; 1000 comparisons with a true +5% in 2% noise: at
-#                    least 90% found it
+#   ab-false-pos     4000 A/A comparisons of 8 pairs in random order (a fixed
+#                    seed: no flake), noise of 10%, half of them with a drift
+#                    of 2% a run and a pattern of period 4 runs: at most 5%
+#                    (and at least 2%: the test is not dead) claimed a change;
+#                    the same pattern with a fixed A B, B A alternation: most
+#                    claim one (why the order is a coin); 500 comparisons with
+#                    a true +5% in 2% noise: at least 90% found it
 #   ab-run           real iperf3 over the host's loopback, a fake ppcoal
-#                    (parameter files, stats): the modes each run saw (A B,
-#                    B A alternation, --a/--b), the options passed to iperf3
+#                    (parameter files, stats): the modes each run saw (each
+#                    pair's order as ab.csv records it, --a/--b), the options passed to iperf3
 #                    (-P, -O, -R, -u, -b, -l), the CSV, ab.json's meta and
 #                    measure fields, -J alone on stdout, modes restored,
 #                    --analyze reproducing the run's JSON, jq and awk reading
@@ -181,32 +183,43 @@ fi
 report stats-ref
 
 # ---- the false-positive rate, and power ------------------------------------
-# sim SEED GROUPS SHIFT DRIFT: GROUPS groups of 8 pairs, A B / B A in turn as
-# the tool runs them; each run's Mbit/s and CPU s/GB lognormal with 10%
-# noise, B times exp(SHIFT), every run DRIFT of the level below the last
+# sim SEED GROUPS SHIFT DRIFT PERIOD ORDER: GROUPS groups of 8 pairs, each
+# pair's order a coin (ORDER random, as the tool runs them) or A B, B A in
+# turn (ORDER fixed); each run's Mbit/s and CPU s/GB lognormal with 10%
+# noise, B times exp(SHIFT), every run DRIFT of the level below the last,
+# and PERIOD more on the 2nd and 3rd run of every 4 (a pattern of period 4)
 sim() {
-	awk -v seed="$1" -v G="$2" -v sh="$3" -v dr="$4" -v hdr="$HDR" 'BEGIN { srand(seed); print hdr
+	awk -v seed="$1" -v G="$2" -v sh="$3" -v dr="$4" -v per="$5" -v ord="$6" -v hdr="$HDR" 'BEGIN { srand(seed); print hdr
 		for (g = 1; g <= G; g++) { lvl = 100; t = 0
-			for (p = 1; p <= 8; p++) { o = p % 2 ? "A B" : "B A"; split(o, s, " ")
+			for (p = 1; p <= 8; p++) {
+				ab = ord == "fixed" ? p % 2 : rand() < 0.5
+				o = ab ? "A B" : "B A"; split(o, s, " ")
 				for (k = 1; k <= 2; k++) { t++
 					z = sqrt(-2 * log(1 - rand())) * cos(6.283185307 * rand())
 					z2 = sqrt(-2 * log(1 - rand())) * cos(6.283185307 * rand())
-					f = exp(0.1 * z - dr * t + (s[k] == "B" ? sh : 0)); c = exp(0.1 * z2 - (s[k] == "B" ? sh : 0))
-					printf "s,%d,%d,%s,%s,%s,%.3f,,1000000000,1,%.5f,,0,0,0,0,0,\n", g, p, (p % 2 ? "AB" : "BA"), s[k], (s[k] == "A" ? "off" : "on"), lvl * f, c } } } }'
+					pp = (t % 4 == 2 || t % 4 == 3) ? per : 0
+					f = exp(0.1 * z - dr * t + pp + (s[k] == "B" ? sh : 0)); c = exp(0.1 * z2 - pp - (s[k] == "B" ? sh : 0))
+					printf "s,%d,%d,%s,%s,%s,%.3f,,1000000000,1,%.5f,,0,0,0,0,0,\n", g, p, (ab ? "AB" : "BA"), s[k], (s[k] == "A" ? "off" : "on"), lvl * f, c } } } }'
 }
 # claims CSV: "verdicts significant" of the tool's report
 claims() { "$AB" --analyze "$1" -J | python3 -c "import json,sys; j=json.load(sys.stdin); print(j['verdicts'], j['significant'])"; }
-sim 1 1000 0 0 >"$T/aa1.csv"
-sim 2 1000 0 0.02 >"$T/aa2.csv"
+sim 1 1000 0 0 0 random >"$T/aa1.csv"
+sim 2 1000 0 0.02 0.2 random >"$T/aa2.csv"
 # shellcheck disable=SC2046 # two words each
 set -- $(claims "$T/aa1.csv") $(claims "$T/aa2.csv")
 nv=$(($1 + $3)) ns=$(($2 + $4))
-echo "  A/A: $ns of $nv verdicts claimed a change (no drift $2 of $1, drift 2%/run $4 of $3)"
+echo "  A/A: $ns of $nv verdicts claimed a change (noise alone $2 of $1; with a drift of 2%/run and a period-4 pattern of 20% $4 of $3)"
 [ "$nv" = 4000 ] || bad "$nv verdicts, not 4000"
 [ $((ns * 100)) -le $((nv * 5)) ] || bad "A/A: $ns of $nv claimed a change, more than 5%"
 [ $((ns * 100)) -ge $((nv * 2)) ] || bad "A/A: $ns of $nv claimed a change, fewer than 2%: the test cannot fire?"
+# the same pattern under a fixed A B, B A alternation: the coin is needed
+sim 4 200 0 0 0.2 fixed >"$T/aa3.csv"
+# shellcheck disable=SC2046
+set -- $(claims "$T/aa3.csv")
+echo "  A/A with a fixed alternation and the period-4 pattern: $2 of $1 claimed a change"
+[ $(($2 * 2)) -ge "$1" ] || bad "fixed alternation under a period-4 pattern: only $2 of $1 claimed a change (expected most: the coin would not be needed)"
 # the power case: 2% noise (rescale the 10% draws)
-sim 3 500 0 0 | awk -F , -v OFS=, 'NR == 1 { print; next } { $7 = 100 * exp((log($7 / 100)) / 5 + ($5 == "B" ? 0.05 : 0)); print }' >"$T/pow.csv"
+sim 3 500 0 0 0 random | awk -F , -v OFS=, 'NR == 1 { print; next } { $7 = 100 * exp((log($7 / 100)) / 5 + ($5 == "B" ? 0.05 : 0)); print }' >"$T/pow.csv"
 found=$("$AB" --analyze "$T/pow.csv" -J | python3 -c "import json,sys; print(sum(r['measures']['mbps']['significant'] for r in json.load(sys.stdin)['results']))")
 echo "  power: a true +5% in 2% noise found in $found of 500"
 [ "$found" -ge 450 ] || bad "+5% in 2% noise found in $found of 500: below 90%"
@@ -248,16 +261,13 @@ modes() { echo "$(cat "$P/coalesce") $(cat "$P/recycle") $(cat "$P/virtio")"; }
 rc=$?
 [ "$rc" = 0 ] || bad "run exit $rc: $(head -n 3 "$T/o1.err")"
 [ "$(modes)" = "on observe off" ] || bad "modes after the run: $(modes)"
-# the probe run, then per path and size: A B, B A in the modes asked
+# the probe run, then the runs in ab.csv's order: the modes iperf3 saw are
+# those the CSV records, each pair one A and one B in its recorded order
 got=$(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|')
-want="on observe|"
-for arm in coalesce recycle; do
-	for _ in 512 1024; do
-		for s in observe on on observe; do
-			if [ $arm = coalesce ]; then want="${want}$s observe|"; else want="${want}on $s|"; fi
-		done
-	done
-done
+want="on observe|$(awk -F , 'NR > 1 { if ($1 == "coalesce") printf "%s observe|", $6; else printf "on %s|", $6 }' "$T/o1/ab.csv")"
+awk -F , 'NR > 1 { k = $1 "/" $2 "/" $3; o[k] = o[k] $5; r[k] = $4 } END { for (k in o) if (o[k] != r[k] || (o[k] != "AB" && o[k] != "BA")) { print k, o[k], r[k]; exit 1 } }' \
+	"$T/o1/ab.csv" >"$T/badpair" || bad "a pair's runs are not its recorded order: $(cat "$T/badpair")"
+awk -F , 'NR > 1 && (($5 == "A" && $6 != "observe") || ($5 == "B" && $6 != "on"))' "$T/o1/ab.csv" | grep -q . && bad "a side not in its mode (--a observe --b on)"
 [ "$got" = "$want" ] || bad "modes seen by iperf3: $got, not $want"
 awk 'NR > 1' "$T/iperf.log" | grep -v -e ' -t 1 -O 1 ' -e '^$' | head -n 1 | grep -q . && bad "a run without -t 1 -O 1"
 grep -q -- '-P 2' "$T/iperf.log" || bad "-P 2 not passed"
@@ -328,6 +338,12 @@ if command -v jq >/dev/null 2>&1; then
 else
 	bad "jq not installed: the jq reading is untested"
 fi
+# the order of each pair is a coin: 40 pairs (a canned iperf3 result, no
+# wait) hold between 8 and 32 of A B (a fair coin leaves it 4 in 10^5)
+FAKE_JSON=$T/tcp.json "$AB" -c 127.0.0.1 -p "$port" --paths coalesce -l 256 --pairs 40 -t 1 -O 0 -o "$T/coin" >/dev/null 2>&1 ||
+	bad "40 canned pairs failed"
+n=$(awk -F , 'NR > 1 && $5 == "A" && $4 == "AB"' "$T/coin/ab.csv" | wc -l)
+{ [ "$n" -ge 8 ] && [ "$n" -le 32 ]; } || bad "$n of 40 pairs in order A B: no coin"
 report run
 
 # ---- the direction's default --------------------------------------------------
@@ -354,8 +370,12 @@ grep -q '127.0.0.1 -> this host (receive)' "$T/o3.out" || bad "no '(receive)' in
 IP=$T/bin/ipfake "$AB" -c 127.0.0.1 -p "$port" --send --paths "coalesce recycle" --together --baseline observe \
 	-l 256 --pairs 1 -t 1 -O 0 -J >"$T/o4.json" 2>"$T/o4.err" || bad "--send --together: exit $?: $(head -n 2 "$T/o4.err")"
 grep -q -- ' -R' "$T/iperf.log" && bad "-R passed with --send"
-[ "$(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|')" = "on observe|observe observe|on on|" ] ||
-	bad "--together --baseline observe: modes seen $(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|')"
+# the probe in the modes found, then the pair in its recorded order
+want="on observe|observe observe|on on|"
+[ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][0]['runs'][0]['side'])" "$T/o4.json" 2>/dev/null)" = A ] ||
+	want="on observe|on on|observe observe|"
+[ "$(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|')" = "$want" ] ||
+	bad "--together --baseline observe: modes seen $(awk '{ print $1, $2 }' "$T/iperf.log" | tr '\n' '|'), not $want"
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['meta']['together'] is True and j['meta']['direction']=='send' and j['meta']['a']=='observe', j['meta']; assert [r['paths'] for r in j['results']]==[['coalesce','recycle']], j['results']" "$T/o4.json" 2>"$T/py.out" ||
 	bad "--together JSON: $(tail -n 1 "$T/py.out")"
 report direction
