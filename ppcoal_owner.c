@@ -189,20 +189,45 @@ static bool ppc_own_unknown(bool drop)
 	return any;
 }
 
+/*
+ * Is @pool the polling NAPI's own, by the device it was created for
+ * (page_pool_params.dev: the netdev's device, as veth sets it,
+ * drivers/net/veth.c:1020, or its parent, a NIC's PCI device)? A pool of
+ * another driver that allocates inside this poll is not learned as its.
+ * A NAPI without a device is no driver's: the backlog NAPI of each CPU
+ * (process_backlog(), set up with no napi->dev, 6.1 net/core/dev.c:11636,
+ * 6.12 :12488; a driver's gets one in netif_napi_add(), 6.1 :6533, 6.12
+ * :6848), which __napi_poll() polls like any other.
+ */
+static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
+				     const struct napi_struct *napi)
+{
+	struct device *dev = READ_ONCE(pool->p.dev);
+	struct net_device *ndev = READ_ONCE(napi->dev);
+
+	return dev && ndev && (dev == &ndev->dev || dev == ndev->dev.parent);
+}
+
 /**
  * ppc_own_want() - ask for the owner of a pool to be learned
  * @pool: a pool the free path met without an owner, inside a poll
+ * @napi: the NAPI this CPU polls now (alive: this CPU is inside its poll)
  *
  * Keeps a slot for it (so the learner knows it is wanted) and asks for the
- * allocation probe.
+ * allocation probe, when the pool could be this NAPI's: a free can be
+ * direct only inside the owner's poll, and an owner's pool is of its
+ * device (ppc_owner_alloc_cb()). A pool of another device met here (a
+ * forwarded page, a pool another driver allocates from in this poll)
+ * takes no slot: slots are for pools that can be eligible (issue 36.8).
  */
-void ppc_own_want(unsigned long pool)
+void ppc_own_want(unsigned long pool, unsigned long napi)
 {
 	struct ppc_own_bucket *b = ppc_bucket(pool);
 	unsigned long flags;
 	int i;
 
-	if (ppc_own_resting(pool))
+	if (!ppc_pool_of_napi((void *)pool, (void *)napi) ||
+	    ppc_own_resting(pool))
 		return;
 	/*
 	 * No slot and no free one in its bucket (checked without the lock):
@@ -266,9 +291,9 @@ static void ppc_learn_fn(struct work_struct *work)
 	} else {
 		ppc_learn_disarm();
 		ppc_own_unknown(true);
-		pr_info("recycle: no owner found in %u ms for some pools met in a NAPI poll (they do not allocate inside one: dying, or refilled elsewhere); their pages use the ring, next try in %u s\n",
-			jiffies_to_msecs(PPC_LEARN_MAX),
-			jiffies_to_msecs(PPC_LEARN_REST) / 1000);
+		pr_info_ratelimited("recycle: no owner found in %u ms for some pools met in a NAPI poll (they do not allocate inside one: dying, or refilled elsewhere); their pages use the ring, next try in %u s\n",
+				    jiffies_to_msecs(PPC_LEARN_MAX),
+				    jiffies_to_msecs(PPC_LEARN_REST) / 1000);
 	}
 	if (delay)
 		queue_delayed_work(system_wq, &ppc_learn_work, delay);
@@ -476,25 +501,6 @@ static bool notrace ppc_napi_audited(struct napi_struct *napi)
 	return false;
 }
 
-/*
- * Is @pool the polling NAPI's own, by the device it was created for
- * (page_pool_params.dev: the netdev's device, as veth sets it,
- * drivers/net/veth.c:1020, or its parent, a NIC's PCI device)? A pool of
- * another driver that allocates inside this poll is not learned as its.
- * A NAPI without a device is no driver's: the backlog NAPI of each CPU
- * (process_backlog(), set up with no napi->dev, 6.1 net/core/dev.c:11636,
- * 6.12 :12488; a driver's gets one in netif_napi_add(), 6.1 :6533, 6.12
- * :6848), which __napi_poll() polls like any other.
- */
-static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
-				     const struct napi_struct *napi)
-{
-	struct device *dev = READ_ONCE(pool->p.dev);
-	struct net_device *ndev = READ_ONCE(napi->dev);
-
-	return dev && ndev && (dev == &ndev->dev || dev == ndev->dev.parent);
-}
-
 /* 6.12: does the kernel's own rule place this pool (.napi or cpuid)? */
 static __always_inline bool ppc_pool_placed(const struct page_pool *pool)
 {
@@ -533,11 +539,17 @@ void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 		return;
 	b = ppc_bucket((unsigned long)pool);
 	i = ppc_own_find(b, (unsigned long)pool);
-	if (i >= 0) {
-		old = READ_ONCE(b->owner[i]);
-		if (old == napi || (old && old <= PPC_OWN_VERDICT))
-			return;	/* nothing new (a second NAPI: shared) */
-	}
+	/*
+	 * Only the pools the free path wants (ppc_own_want()) are learned:
+	 * any other pool allocating now would take a slot for good with a
+	 * verdict nothing reads (issue 36.8: a 6.12 pool the kernel places,
+	 * a driver nobody audited, a pool never freed inside a poll).
+	 */
+	if (i < 0)
+		return;
+	old = READ_ONCE(b->owner[i]);
+	if (old == napi || (old && old <= PPC_OWN_VERDICT))
+		return;	/* nothing new (a second NAPI: shared) */
 	/*
 	 * The audited poll first: only an audited driver's NAPI is read
 	 * further (the backlog NAPI's process_backlog() is built in, never

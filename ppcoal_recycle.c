@@ -74,7 +74,7 @@
 static bool ppc_direct_ok(unsigned long pool, bool placed)
 {
 	struct ppc_poll_mark *m;
-	unsigned long owner, gen;
+	unsigned long napi, owner, gen;
 
 	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !in_softirq() || in_hardirq() ||
 	    in_nmi() || irqs_disabled()) {
@@ -82,8 +82,9 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 		return false;
 	}
 	m = this_cpu_ptr(&ppc_polling);
+	napi = READ_ONCE(m->napi);
 	/* In no poll: whoever owns the pool is not polled here. */
-	if (placed || !READ_ONCE(m->napi)) {
+	if (placed || !napi) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}
@@ -102,7 +103,7 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 	if (!owner) {
 		ppc_count(RC_DENY_UNKNOWN);
 		/* Met inside a poll (the test above): its owner may be learned. */
-		ppc_own_want(pool);
+		ppc_own_want(pool, napi);
 		return false;
 	}
 	if (owner == PPC_OWN_SHARED) {
@@ -113,7 +114,7 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 		ppc_count(RC_DENY_NEVER);
 		return false;
 	}
-	if (owner != READ_ONCE(m->napi)) {
+	if (owner != napi) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}

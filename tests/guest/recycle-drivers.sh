@@ -150,6 +150,28 @@ t_recycle_many_pools() {
 	fixture_down || bad "pools did not drain"
 	dmesg | grep -q "extra pools drained: 300" || bad "the 300 extra pools did not report drained"
 	eq "$(val recycle.tracked_known)/$(val recycle.tracked_unknown)" 0/0 "no owner entry outlives its pool"
+	# Slots only for pools that can be eligible (issue 36.8): 640 pools
+	# of ppf0's device that ppf1's poll allocates from and frees into,
+	# as a second driver's pools would be, first alone (skip_own). Each
+	# took a slot for good with the verdict "not eligible" before: 640
+	# pools in 256 slots, every bucket full, and ppf1's own pool, met
+	# after them, was never learned.
+	fixture_up frag_pool=0 linear=0 extra_pools=640 foreign_extra=1 skip_own=1 ||
+		bad "fixture_up extra_pools=640 foreign_extra=1"
+	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
+	recycle_flood /tmp/e /tmp/f 3
+	gt "$(delta recycle.deny_owner_unknown /tmp/e /tmp/f)" 1000 "pages of the foreign pools freed in ppf1's poll"
+	eq "$(val recycle.tracked_not_eligible)/$(val recycle.tracked_unknown)" 0/0 "no slot for a pool of another device"
+	eq "$(delta recycle.owner_table_full /tmp/e /tmp/f)" 0 "no bucket full"
+	echo 0 >/sys/module/ppcoal_fixture/parameters/skip_own || bad "skip_own=0"
+	flood_until_known || bad "ppf1's own pool not learned among 640 foreign ones in 15 s of drop floods"
+	recycle_flood /tmp/g /tmp/h 3
+	eq "$(val recycle.tracked_known)" 1 "one pool known: ppf1's own"
+	gt "$(delta recycle.direct /tmp/g /tmp/h)" 0 "ppf1's own pool recycles directly"
+	echo "METRIC $(uname -r) recycle-many-pools foreign=640 direct=$(delta recycle.direct /tmp/g /tmp/h) unknown=$(delta recycle.deny_owner_unknown /tmp/g /tmp/h) full=$(delta recycle.owner_table_full /tmp/e /tmp/h)"
+	check_sums /tmp/g /tmp/h
+	fixture_down || bad "pools did not drain"
+	dmesg | grep -q "extra pools drained: 640" || bad "the 640 foreign pools did not report drained"
 	end
 	cleanup
 }
