@@ -198,6 +198,13 @@ static bool ppc_own_unknown(bool drop)
  * (process_backlog(), set up with no napi->dev, 6.1 net/core/dev.c:11636,
  * 6.12 :12488; a driver's gets one in netif_napi_add(), 6.1 :6533, 6.12
  * :6848), which __napi_poll() polls like any other.
+ *
+ * A pool made for the parent device passes for every netdev of that
+ * parent (the ports of one PCI function, as mana's vPorts): the device
+ * cannot tell them apart. That is the same driver, whose audit (rule 1:
+ * a pool allocates only in its own queue's poll) is what makes the NAPI
+ * seen allocating the pool's sole consumer; the check only keeps another
+ * driver's pool from being learned here (issue 36, sibling netdevs).
  */
 static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
 				     const struct napi_struct *napi)
@@ -416,9 +423,15 @@ static unsigned long ppc_destroy_start, ppc_destroy_size;
  * @op: our ftrace_ops
  * @fregs: arguments (the pool first)
  *
- * The driver withdraws direct recycling from a live pool (bnxt's queue
- * restart, then fills and empties it from process context): it is never
- * ppcoal's while it lives. Notrace; reaches no function ppcoal hooks.
+ * The driver withdraws direct recycling from a live pool (upstream bnxt's
+ * queue restart, after 6.12, then fills and empties it from process
+ * context): it is never ppcoal's while it lives. No driver of Debian's
+ * 6.12.118 calls it but through page_pool_destroy() (only the fixture's
+ * reset does), so a verdict lost to a full bucket (ppc_own_learn()) and a
+ * direct put decided before the withdrawal are not reachable there; the
+ * API wants the pool's NAPI quiet first (napi_assert_will_not_race(),
+ * net/core/page_pool.c:1229), and napi_disable() waits for the poll that
+ * a direct put runs inside. Notrace; reaches no function ppcoal hooks.
  */
 void notrace ppc_owner_pp_disable_cb(unsigned long ip, unsigned long parent_ip,
 				     struct ftrace_ops *op,
