@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Host-side checks of the tree, printed as "PASS host:x" / "FAIL host:x: why":
 #   doc-counters     docs/design.md's counter table is the one generated from the table
+#   doc-drivers      README.md's driver table is the one generated from page-pool-drivers.tsv,
+#                    whose audited drivers are ppcoal_tables.h's
 #   checkpatch       checkpatch.pl --strict --no-tree -f from Debian's linux-source-6.1
 #                    is clean on every kernel source file
 #   bpftrace-parse   scripts/bpftrace/*.bt compile (bpftrace -d: parse, semantic
@@ -34,6 +36,24 @@ elif [ "$want" = "$have" ]; then
 	echo "PASS host:doc-counters"
 else
 	echo "FAIL host:doc-counters: docs/design.md counter table differs from scripts/ppcoal-doc markdown"
+fi
+
+# The README's driver table is the one made from page-pool-drivers.tsv, and
+# its audited rows are ppcoal_tables.h's: every driver the table says
+# recycle=on puts directly is a PPC_AUDITED row, and every PPC_AUDITED row
+# but the test fixture's is such a driver.
+want=$(scripts/ppcoal-doc drivers)
+have=$(sed -n '/<!-- drivers:begin -->/,/<!-- drivers:end -->/p' README.md | sed '1d;$d')
+tab_direct=$(awk -F '\t' '!/^#/ && $5 == "direct" { split($2, w, ","); print w[1] }' scripts/page-pool-drivers.tsv | sort -u | tr '\n' ' ')
+aud=$(sed -n 's/^PPC_AUDITED(\([a-z0-9_]*\),.*/\1/p' ppcoal_tables.h | grep -vx ppcoal_fixture | sort -u | tr '\n' ' ')
+if [ -z "$want" ] || [ "$want" != "$have" ]; then
+	echo "FAIL host:doc-drivers: README.md's driver table differs from scripts/ppcoal-doc drivers"
+elif [ -z "$aud" ] || [ "$tab_direct" != "$aud" ]; then
+	echo "FAIL host:doc-drivers: page-pool-drivers.tsv's direct drivers ($tab_direct) are not ppcoal_tables.h's audited ones ($aud)"
+elif awk -F '\t' '!/^#/ && NF && ($5 !~ /^(direct|kernel|no|-)$/ || $6 == "")' scripts/page-pool-drivers.tsv | grep -q .; then
+	echo "FAIL host:doc-drivers: a page-pool-drivers.tsv row without a recycle verdict (direct, kernel, no, -) or its evidence"
+else
+	echo "PASS host:doc-drivers"
 fi
 
 # Citations of a document's section: DOC "Section" (or "(DOC, "Section")"),
