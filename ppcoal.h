@@ -49,10 +49,11 @@
  * callee's body leaves alone, and only for a callee whose body it compiled
  * before, in its own file. GCC turns -fipa-ra off with -pg ("Options That
  * Control Optimization", -fipa-ra), and the function tracer's -pg -mfentry
- * is in every file of a kernel built with it (6.1 Makefile:776 and
- * :968-975, 6.12 :769 and :927-934), asserted below: a function ftrace can
- * hook has a fentry call site, so its file, and every caller the compiler
- * could have told about its registers, was built with it, unless the
+ * is on the command line of a kernel built with it (6.1 Makefile:776 and
+ * :968-975, 6.12 :769 and :927-934), asserted below; some files take it
+ * off (kernel/trace's), but those have no fentry call site to hook: a
+ * function ftrace can hook has one, so its file, and every caller the
+ * compiler could have told about its registers, was built with it, unless the
  * kernel is linked with LTO (then callers in other files see the body
  * too), asserted below as well. ftrace's own caller rests on the same
  * rule: it keeps the argument registers and rax, and leaves r10 and r11 to

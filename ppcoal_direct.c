@@ -181,27 +181,33 @@ void ppc_guard_put(void)
 	}
 }
 
-#ifdef PPC_HAVE_FTRACE_DIRECT_MULTI
 /*
- * 6.1's register_ftrace_direct_multi() puts the function into
- * direct_functions, registers the ops, and when that fails takes the
- * entries out again with kfree() and no grace period (6.1
- * kernel/trace/ftrace.c:5719-5738, :5652-5667); meanwhile the failed ops
- * was on ftrace_ops_list (ftrace_startup() lists it, then rolls it back,
- * :2984, :3002-3008), where ftrace_ops_list_func() may call its
- * call_direct_funcs(), which reads those entries (:2519-2529, :2475-2484).
- * It fails so when the function already has an IPMODIFY user (a
- * livepatch, a kprobe with a post handler): a direct ops without an
- * ops_func is refused there, after it was listed (:1983-1984). So the
- * function is claimed first by an IPMODIFY ops of ppcoal's, whose
- * registering fails (-EBUSY, before any direct entry exists) where
- * another holds it, and which holds it while the direct ops registers:
- * the direct ops's ops_func allows that one sharing (ENABLE_SHARE_
- * IPMODIFY_SELF, :1985) and refuses any other IPMODIFY user later
- * (ENABLE_SHARE_IPMODIFY_PEER, :8236-8239, before that user is listed),
- * as a missing ops_func did. Then the claim goes. 6.12's
- * call_direct_funcs() reads the ops's own direct_call, not
- * direct_functions (6.12 :2613-2621): no claim there.
+ * A direct ops that fails to register may have been on ftrace_ops_list
+ * for a moment, and what it leaves is torn down with no grace period. It
+ * fails so when the function already has an IPMODIFY user (a livepatch, a
+ * kprobe with a post handler): a direct ops without an ops_func is refused
+ * there, after it was listed (6.1.192 kernel/trace/ftrace.c:1983-1984, 6.12.118
+ * :2056-2057; ftrace_startup() lists it, then rolls it back, 6.1 :2984,
+ * :3002-3008, 6.12 :3075, :3091-3099), where ftrace_ops_list_func() may
+ * call it:
+ *  - 6.1: register_ftrace_direct_multi() then takes its direct_functions
+ *    entries out with kfree() (:5719-5738, :5652-5667) while the listed
+ *    ops's call_direct_funcs() may read them (:2519-2529, :2475-2484);
+ *  - 6.12: register_ftrace_direct() then clears the ops's func
+ *    (reset_direct(), :5956, :6055-6056), which a CPU that read the ops
+ *    from the list meets as a NULL callback: ftrace_ops_list_func()
+ *    warns and stops ftrace for good (FTRACE_WARN_ON(), :8037-8039).
+ * So the function is claimed first by an IPMODIFY ops of ppcoal's, whose
+ * registering fails (-EBUSY, before any direct ops exists) where another
+ * holds it, and which holds it while the direct ops registers: the direct
+ * ops's ops_func allows that one sharing (ENABLE_SHARE_IPMODIFY_SELF, 6.1
+ * :1985, 6.12 :2058) and refuses any other IPMODIFY user later
+ * (ENABLE_SHARE_IPMODIFY_PEER, 6.1 :8236-8239, 6.12 :8616-8621, before
+ * that user is listed), as a missing ops_func did. Then the claim goes. A
+ * BPF trampoline already on the function shares with the claim (its
+ * ops_func rebuilds it for the claim and back, 6.12
+ * kernel/bpf/trampoline.c:84-100), and the direct ops is then refused before it
+ * is listed (one direct ops a function).
  */
 static void notrace ppc_claim_cb(unsigned long ip, unsigned long parent_ip,
 				 struct ftrace_ops *op,
@@ -239,8 +245,8 @@ static int ppc_claim_ops_func(struct ftrace_ops *op, enum ftrace_ops_cmd cmd)
  * @ip: the hooked function
  * @tramp: the trampoline the call site is to call
  *
- * Called with ppc_lock held. 6.1: refused first (-EBUSY) when another
- * ftrace user modifies @ip's instruction pointer (see above).
+ * Called with ppc_lock held. Refused first (-EBUSY) when another ftrace
+ * user modifies @ip's instruction pointer (see above).
  *
  * Return: 0, or the errno of registering the claim or the direct ops.
  */
@@ -279,21 +285,6 @@ int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
 	}
 	return ret;
 }
-#else
-/**
- * ppc_direct_register() - register a hook's direct ops
- * @ops: its ftrace_ops, filtered on @ip
- * @ip: the hooked function
- * @tramp: the trampoline the call site is to call
- *
- * Return: 0 or the errno of registering.
- */
-int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
-			unsigned long tramp)
-{
-	return ppc_register_direct(ops, tramp);
-}
-#endif
 
 /**
  * ppc_direct_init() - direct_calls=1: say what it gets, once, at load
@@ -321,18 +312,14 @@ bool ppc_direct_on(void)
 }
 
 /**
- * ppc_guard_stuck() - could the guard (or 6.1's claim) not be removed
+ * ppc_guard_stuck() - could the guard (or the claim) not be removed
  *
  * Return: true when unregistering the guard or the claim failed: it stays
  * on ftrace's list, live, and the module is pinned.
  */
 bool ppc_guard_stuck(void)
 {
-#ifdef PPC_HAVE_FTRACE_DIRECT_MULTI
-	if (ppc_claim_dead)
-		return true;
-#endif
-	return ppc_guard_dead;
+	return ppc_guard_dead || ppc_claim_dead;
 }
 
 /**
@@ -346,7 +333,5 @@ void ppc_direct_exit(void)
 	if (!ppc_direct)
 		return;
 	ftrace_free_filter(&ppc_guard_ops);
-#ifdef PPC_HAVE_FTRACE_DIRECT_MULTI
 	ftrace_free_filter(&ppc_claim_ops);
-#endif
 }

@@ -414,7 +414,7 @@ put:
  * :351-360), which only a register would change and a stuck hook is never
  * registered again; a register left live (ppc_hook_attach()) is one that
  * ftrace_startup() gave up on as ftrace died (6.1 :3021-3024, 6.12
- * :3114-3117). The retry below fails the same way, so ppc_engine_exit()
+ * :3112-3115). The retry below fails the same way, so ppc_engine_exit()
  * never frees text a stuck hook may still enter.
  */
 static int ppc_hook_detach(struct ppc_hook *h)

@@ -16,6 +16,7 @@
 #include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/panic.h>
+#include <linux/ratelimit.h>
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
 #include <trace/events/napi.h>
@@ -71,6 +72,8 @@ static int ppc_learn_state;
 static unsigned long ppc_learn_since;
 static void ppc_learn_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(ppc_learn_work, ppc_learn_fn);
+/* Its "no owner found" line: one a minute, however often pools churn. */
+static DEFINE_RATELIMIT_STATE(ppc_learn_rs, 60 * HZ, 1);
 
 /*
  * The slot of @pool, claimed if it has none; -1 when the bucket is full.
@@ -298,9 +301,10 @@ static void ppc_learn_fn(struct work_struct *work)
 	} else {
 		ppc_learn_disarm();
 		ppc_own_unknown(true);
-		pr_info_ratelimited("recycle: no owner found in %u ms for some pools met in a NAPI poll (they do not allocate inside one: dying, or refilled elsewhere); their pages use the ring, next try in %u s\n",
-				    jiffies_to_msecs(PPC_LEARN_MAX),
-				    jiffies_to_msecs(PPC_LEARN_REST) / 1000);
+		if (__ratelimit(&ppc_learn_rs))
+			pr_info("recycle: no owner found in %u ms for some pools met in a NAPI poll (they do not allocate inside one: dying, or refilled elsewhere); their pages use the ring, next try in %u s\n",
+				jiffies_to_msecs(PPC_LEARN_MAX),
+				jiffies_to_msecs(PPC_LEARN_REST) / 1000);
 	}
 	if (delay)
 		queue_delayed_work(system_wq, &ppc_learn_work, delay);
@@ -545,7 +549,11 @@ void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 	unsigned long napi, old;
 	int i;
 
-	if (!in_softirq() || in_hardirq() || in_nmi())
+	/*
+	 * Interrupts off: something nested in the poll (netpoll), not the
+	 * poll's own allocation (as ppc_direct_ok() refuses its frees).
+	 */
+	if (!in_softirq() || in_hardirq() || in_nmi() || irqs_disabled())
 		return;
 	napi = this_cpu_read(ppc_polling.napi);
 	if (!napi)

@@ -298,15 +298,21 @@ t_bad_input() {
 	cleanup
 }
 
-# 6.1 with direct calls (issue 36.7): a failed register_ftrace_direct_multi()
-# frees what a listed ftrace_ops may still read (ppcoal_direct.c), so
-# ppcoal must refuse the held function before it calls it; the conflict
-# module's kprobe counts its calls (the count above 0 shows it counts:
-# recycle's and virtio's direct hooks register).
+# With direct calls (issue 36.7): a failed register_ftrace_direct_multi()
+# (6.1) frees what a listed ftrace_ops may still read, and a failed
+# register_ftrace_direct() (6.12) clears the callback a CPU may be about to
+# call (ppcoal_direct.c), so ppcoal must refuse the held function before it
+# calls either; the conflict module's kprobe counts its calls (the count
+# above 0 shows it counts: recycle's and virtio's direct hooks register).
 t_conflict() {
 	begin conflict
 	cnt=""
-	case $(uname -r) in 6.1.*) [ "$PPC_LOAD_DIRECT" != 1 ] || cnt=register_ftrace_direct_multi ;; esac
+	if [ "$PPC_LOAD_DIRECT" = 1 ]; then
+		case $(uname -r) in
+		6.1.*) cnt=register_ftrace_direct_multi ;;
+		*) cnt=register_ftrace_direct ;;
+		esac
+	fi
 	insmod /ko/ppcoal_conflict.ko ${cnt:+count=$cnt} || bad "insmod ppcoal_conflict"
 	CN=/sys/module/ppcoal_conflict/parameters/counted
 	ppcoal_load mode=observe || bad "insmod ppcoal despite the conflict"
