@@ -35,12 +35,12 @@
  *    gone from it. The kernel still refuses a livepatch (an IPMODIFY ops)
  *    on a function one of our direct ops holds, and our direct ops on a
  *    function a livepatch holds, with -EBUSY, because our direct ops has
- *    no ops_func (6.1 :1983-1984 and :8236-8237, 6.12 :2056-2057 and
- *    :8616-8617) or, on 6.1, one that answers -EBUSY to every IPMODIFY
- *    user but ppcoal's own claim of the function, taken first so that
- *    the second case is refused before the direct ops registers (6.1
- *    frees what a failed one used with no grace period:
- *    ppc_direct_register()); a second direct user (a BPF trampoline)
+ *    an ops_func that answers -EBUSY to every IPMODIFY user but ppcoal's
+ *    own claim of the function (6.1 :1983-1984 and :8236-8237, 6.12
+ *    :2056-2058 and :8616-8621), taken first so that the second case is
+ *    refused before the direct ops registers (a failed one leaves what a
+ *    CPU may still use with no grace period: ppc_direct_register());
+ *    a second direct user (a BPF trampoline)
  *    gets -EBUSY too (6.1 :5714, 6.12 :6005). PERMANENT is carried by
  *    the guard (ppcoal_direct.c), registered before the first direct ops
  *    and removed after the last.
