@@ -427,15 +427,18 @@ static unsigned long ppc_destroy_start, ppc_destroy_size;
  * @op: our ftrace_ops
  * @fregs: arguments (the pool first)
  *
- * The driver withdraws direct recycling from a live pool (upstream bnxt's
- * queue restart, after 6.12, then fills and empties it from process
- * context): it is never ppcoal's while it lives. No driver of Debian's
- * 6.12.118 calls it but through page_pool_destroy() (only the fixture's
- * reset does), so a verdict lost to a full bucket (ppc_own_learn()) and a
- * direct put decided before the withdrawal are not reachable there; the
- * API wants the pool's NAPI quiet first (napi_assert_will_not_race(),
- * net/core/page_pool.c:1229), and napi_disable() waits for the poll that
- * a direct put runs inside. Notrace; reaches no function ppcoal hooks.
+ * The driver withdraws direct recycling from a live pool: it is never
+ * ppcoal's while it lives. On Debian's 6.12 only bnxt calls it outside
+ * page_pool_destroy() (bnxt_queue_stop(), 6.12.118
+ * drivers/net/ethernet/broadcom/bnxt/bnxt.c:15643-15645), on pools that
+ * name their NAPI, which ppcoal leaves alone while named; the withdrawal
+ * clears the name (net/core/page_pool.c:1231), and the verdict keeps them
+ * from being learned after. A verdict lost to a full bucket lets such a
+ * pool be learned only for an audited driver (bnxt is not); a direct put
+ * decided before the withdrawal cannot overlap it: the API wants the
+ * pool's NAPI quiet first (napi_assert_will_not_race(), :1229), and
+ * ppcoal puts directly only inside the owner's poll. Notrace; reaches no
+ * function ppcoal hooks.
  */
 void notrace ppc_owner_pp_disable_cb(unsigned long ip, unsigned long parent_ip,
 				     struct ftrace_ops *op,
