@@ -52,8 +52,11 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
  * eligible. audit: the lines it rests on (the README's "Direct recycling"
  * says what each shows).
  */
+#ifdef PPC_TEST_ROWS
+/* the test fixture: only in a build with the test modules (Kbuild) */
 PPC_AUDITED(ppcoal_fixture, ppf_poll,
 	    "tests/modules/ppcoal_fixture.c: ppf_pool_buf, ppf_poll, ppf_destroy_pair")
+#endif
 /* veth_poll: 6.1 drivers/net/veth.c:1080,1179; 6.12 1129,1228 */
 PPC_AUDITED(veth, veth_poll,
 	    "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
