@@ -232,6 +232,7 @@ void ppc_verify_init(void);
 bool ppc_verify_refuses(enum ppc_path path);
 void ppc_verify_reason(enum ppc_path path, char *buf, size_t len);
 const char *ppc_path_verified_word(enum ppc_path path);
+bool ppc_verify_audit(const char *module, char *buf, size_t len);
 void ppc_verify_show(struct seq_file *m);
 
 /* Direct calls and ftrace registration helpers (ppcoal_direct.c) */

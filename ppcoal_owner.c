@@ -18,6 +18,7 @@
 #include <linux/panic.h>
 #include <linux/ratelimit.h>
 #include <linux/skbuff.h>
+#include <linux/utsname.h>
 #include <linux/workqueue.h>
 #include <trace/events/napi.h>
 
@@ -478,12 +479,46 @@ static const struct {
 	const char *module;
 	const char *poll;
 	const char *audit;
+	bool test;	/* the suite's fixture: pinned to no kernel */
 } ppc_audited[] = {
 #define PPC_AUDITED(mod, fn, lines) \
 	{ .module = #mod, .poll = #fn, .audit = lines },
+#define PPC_AUDITED_TEST(mod, fn, lines) \
+	{ .module = #mod, .poll = #fn, .audit = lines, .test = true },
 #include "ppcoal_tables.h"
+#undef PPC_AUDITED_TEST
 #undef PPC_AUDITED
 };
+
+/*
+ * Which rows this kernel may use (ppc_verify_audit()), and why not: set
+ * when recycle enters "on", under ppc_lock, before any probe that reads
+ * them is armed; read by ppc_napi_audited() and the stats.
+ */
+#define PPC_AUDIT_WHY	96
+static bool ppc_audit_live[ARRAY_SIZE(ppc_audited)];
+static char ppc_audit_why[ARRAY_SIZE(ppc_audited)][PPC_AUDIT_WHY];
+static bool ppc_audit_said[ARRAY_SIZE(ppc_audited)];
+
+/* Decide the rows, saying in dmesg, once a load, each one not used. */
+static void ppc_audit_decide(void)
+{
+	bool live;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
+		live = ppc_audited[i].test ||
+		       ppc_verify_audit(ppc_audited[i].module, ppc_audit_why[i],
+					PPC_AUDIT_WHY);
+		if (!live && !ppc_audit_said[i]) {
+			ppc_audit_said[i] = true;
+			pr_info("recycle: %s is not treated as an audited driver here: %s; its pools use the ring. See: ppcoal verify --kernel %s\n",
+				ppc_audited[i].module, ppc_audit_why[i],
+				init_utsname()->release);
+		}
+		WRITE_ONCE(ppc_audit_live[i], live);
+	}
+}
 
 #define PPC_EXTRA_MAX	4
 static char ppc_extra[PPC_EXTRA_MAX][MODULE_NAME_LEN];	/* under ppc_lock */
@@ -512,7 +547,8 @@ static bool notrace ppc_napi_audited(struct napi_struct *napi)
 	*off = '\0';		/* sym is the function's name now */
 	mod++;
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		if (!strcmp(mod, ppc_audited[i].module) &&
+		if (READ_ONCE(ppc_audit_live[i]) &&
+		    !strcmp(mod, ppc_audited[i].module) &&
 		    !strcmp(sym, ppc_audited[i].poll))
 			return true;
 	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
@@ -729,6 +765,7 @@ int ppc_recycle_set_on(bool on)
 		return 0;
 	}
 	ppc_owner_reset();
+	ppc_audit_decide();
 	ret = ppc_destroy_resolve() ?: ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, true);
 	if (ret)
 		pr_err("recycle: on needs the NAPI poll tracker and the pool teardown hooks; they cannot be installed here (%d)\n",
@@ -857,4 +894,13 @@ void ppc_owner_show(struct seq_file *m)
 	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
 		seq_printf(m, ",%s(added)", ppc_extra[i]);
 	seq_puts(m, "\n");
+	/* the rows this kernel may not use (as of the last "on"), and why */
+	seq_puts(m, "recycle.audited_off:");
+	for (i = 0, b = 0; i < ARRAY_SIZE(ppc_audited); i++) {
+		if (READ_ONCE(ppc_audit_live[i]) || !ppc_audit_why[i][0])
+			continue;
+		seq_printf(m, "%s%s (%s)", b++ ? "; " : " ",
+			   ppc_audited[i].module, ppc_audit_why[i]);
+	}
+	seq_puts(m, b ? "\n" : " none\n");
 }

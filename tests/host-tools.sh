@@ -108,7 +108,7 @@ path() {
 recycle_state() {
 	printf '%s\n' "coalesce.clone_policy: $1" "recycle.tracked_known: ${2:-0}" "recycle.tracked_unknown: 0" \
 		"recycle.tracked_shared: 0" "recycle.learning: ${3:-idle}" "recycle.tracked_not_eligible: 0" \
-		"recycle.audited_drivers: ppcoal_fixture:ppf_poll,veth:veth_poll"
+		"recycle.audited_drivers: ppcoal_fixture:ppf_poll,veth:veth_poll" "recycle.audited_off: ${4:-none}"
 }
 
 # machine DIR: the skeleton of a machine: sysfs with ppcoal loaded, procfs
@@ -474,6 +474,15 @@ r=$(json "$T/o" 'd["exit"] == 1' 'd["paths"]["virtio"]["running"] is False' 'd["
 	'd["deltas"]["recycle.direct"] == 4850' 'd["module"]["hook_calls"] == "direct"' \
 	'd["paths"]["virtio"]["state"].startswith("unavailable: ")')
 [ -z "$r" ] || bad "$r"
+# a kernel on which veth's audit is not verified (the module's
+# recycle.audited_off): veth is named, with the reason, and cannot act
+for f in stats.before stats.after; do
+	sed -i 's/^recycle.audited_off: none$/recycle.audited_off: veth (its audit is not verified for Debian 6.12.200-1)/' "$B/$f"
+done
+status "$B" "$T/o" "$T/e"
+has "$T/o" "  recycle   no: veth is audited, but not on this kernel: its audit is not verified for Debian 6.12.200-1" ||
+	bad "veth's audit off: no line naming it"
+has "$T/o" "  recycle   can act" && bad "veth's audit off, yet recycle can act on an interface"
 report status-pagepool
 
 # C: a Debian 12 host with an e1000e NIC alone: virtio waits for
