@@ -333,6 +333,41 @@ t_recycle_veth_xdp() {
 			on) gt "$pm" 900 "on: ppcoal recycles veth's pool directly (per mille)" ;;
 			esac
 		done
+		# veth's row is pinned to the functions its audit read (issue
+		# 36): on a Debian version this machine's record (local_verified)
+		# found them changed in, the row is off, alone (the recycle path
+		# runs), with the function named in stats and dmesg; where it has
+		# no word on them (none), the row is off too; where it found them
+		# equal, the row is used
+		V=6.12.999-1
+		for r in veth_poll none ok; do
+			rmmod ppcoal || bad "rmmod ppcoal"
+			lv=$V/coalesce/ok,$V/recycle/ok,$V/virtio/ok
+			[ $r = none ] || lv=$lv,$V/audit_veth/$r
+			ppcoal_load coalesce=off virtio=off recycle=on test_debian_version=$V local_verified=$lv ||
+				bad "insmod ppcoal, $V, veth's record $r"
+			eq "$(val recycle.state)" attached "veth's record $r: recycle attached"
+			if [ $r = ok ]; then flood_until_known 198.20.0.77; else drop_flood 1 198.20.0.77; fi
+			snap /tmp/a
+			drop_flood 2 198.20.0.77
+			sleep 0.3
+			snap /tmp/b
+			pm=$(direct_pm /tmp/a /tmp/b)
+			echo "METRIC $(uname -r) recycle-veth-xdp pinned record=$r direct_pm=$pm not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
+			if [ $r = ok ]; then
+				gt "$pm" 900 "veth's functions equal in $V: ppcoal recycles veth's pool directly (per mille)"
+				eq "$(val recycle.audited_off)" none "veth's functions equal in $V: no row off"
+			elif [ $r = none ]; then
+				eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "no record of veth's functions in $V: no direct put"
+				eq "$(val recycle.audited_off)" "veth (its audit is not verified for Debian $V)" "no record of veth's functions in $V: the row off, named"
+			else
+				eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "veth_poll changed in $V: no direct put"
+				gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 200 "veth_poll changed in $V: veth's pages not eligible"
+				eq "$(val recycle.audited_off)" "veth (veth_poll differs in Debian $V from the audited sources)" "veth_poll changed in $V: the row off, named"
+				dmesg_has "recycle: veth is not treated as an audited driver here: veth_poll differs in Debian $V" ||
+					bad "veth_poll changed in $V: no dmesg line"
+			fi
+		done
 		kill $xp
 		wait $xp
 		"$IP" link del vxa
