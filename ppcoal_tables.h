@@ -63,9 +63,11 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
 PPC_AUDITED_TEST(ppcoal_fixture, ppf_poll,
 		 "tests/modules/ppcoal_fixture.c: ppf_pool_buf, ppf_poll, ppf_destroy_pair")
 #endif
-/* veth_poll: 6.1 drivers/net/veth.c:1080,1179; 6.12 1129,1228 */
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+/* 6.12 family only: 6.1's veth creates no page pool */
 PPC_AUDITED(veth, veth_poll,
 	    "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
+#endif
 #endif
 
 #ifdef PPC_TRACEPOINT

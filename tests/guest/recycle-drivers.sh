@@ -184,7 +184,10 @@ t_recycle_audit() {
 	begin recycle-audit
 	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
 	# each audited driver with the ->poll() its audit read (9318b09)
-	eq "$(val recycle.audited_drivers)" "ppcoal_fixture:ppf_poll,veth:veth_poll" "audited drivers listed"
+	# the rows of this kernel family: 6.1's veth has no page pool
+	aud=ppcoal_fixture:ppf_poll,veth:veth_poll
+	! on_61 || aud=ppcoal_fixture:ppf_poll
+	eq "$(val recycle.audited_drivers)" "$aud" "audited drivers listed"
 	# the microbenchmark module's dummy NAPI polls and frees its own
 	# pool's pages: a driver nobody audited
 	insmod /ko/ppcoal_microbench.ko || bad "insmod ppcoal_microbench"
@@ -217,7 +220,7 @@ t_recycle_audit() {
 	# module is added (its direct puts below)
 	echo ppcoal-microbench >$P/recycle_drivers || bad "recycle_drivers write while observe"
 	eq "$(cat $P/recycle_drivers)" ppcoal_microbench "recycle_drivers reads back"
-	eq "$(val recycle.audited_drivers)" "ppcoal_fixture:ppf_poll,veth:veth_poll,ppcoal_microbench(added)" "an added driver listed, whole module"
+	eq "$(val recycle.audited_drivers)" "$aud,ppcoal_microbench(added)" "an added driver listed, whole module"
 	dmesg_has "added to the audited list at the administrator's risk" || bad "no dmesg warning for recycle_drivers"
 	echo on >$P/recycle || bad "recycle=on"
 	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
