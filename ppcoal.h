@@ -205,6 +205,7 @@ const char *ppc_clone_policy_name(void);
 int ppc_recycle_set_on(bool on);
 void ppc_owner_show(struct seq_file *m);
 void ppc_owner_exit(void);
+void ppc_owner_init(void);
 
 /* virtio_net caller ranges (ppcoal_virtio_hook.c) */
 int ppc_virtio_resolve(void);

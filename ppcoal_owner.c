@@ -491,33 +491,43 @@ static const struct {
 };
 
 /*
- * Which rows this kernel may use (ppc_verify_audit()), and why not: set
- * when recycle enters "on", under ppc_lock, before any probe that reads
- * them is armed; read by ppc_napi_audited() and the stats.
+ * Which rows this kernel may use (ppc_verify_audit()), and why not:
+ * decided once at load (ppc_owner_init()), before anything reads them.
  */
 #define PPC_AUDIT_WHY	96
 static bool ppc_audit_live[ARRAY_SIZE(ppc_audited)];
 static char ppc_audit_why[ARRAY_SIZE(ppc_audited)][PPC_AUDIT_WHY];
-static bool ppc_audit_said[ARRAY_SIZE(ppc_audited)];
+static bool ppc_audit_said;	/* under ppc_lock */
 
-/* Decide the rows, saying in dmesg, once a load, each one not used. */
-static void ppc_audit_decide(void)
+/**
+ * ppc_owner_init() - decide which audited rows this kernel may use
+ *
+ * Called once at load, after ppc_verify_init() and before any path runs.
+ */
+void ppc_owner_init(void)
 {
-	bool live;
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
-		live = ppc_audited[i].test ||
-		       ppc_verify_audit(ppc_audited[i].module, ppc_audit_why[i],
-					PPC_AUDIT_WHY);
-		if (!live && !ppc_audit_said[i]) {
-			ppc_audit_said[i] = true;
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		ppc_audit_live[i] = ppc_audited[i].test ||
+				    ppc_verify_audit(ppc_audited[i].module,
+						     ppc_audit_why[i],
+						     PPC_AUDIT_WHY);
+}
+
+/* Say in dmesg, the first time recycle is on, each row not used. */
+static void ppc_audit_say(void)
+{
+	int i;
+
+	if (ppc_audit_said)
+		return;
+	ppc_audit_said = true;
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		if (!ppc_audit_live[i])
 			pr_info("recycle: %s is not treated as an audited driver here: %s; its pools use the ring. See: ppcoal verify --kernel %s\n",
 				ppc_audited[i].module, ppc_audit_why[i],
 				init_utsname()->release);
-		}
-		WRITE_ONCE(ppc_audit_live[i], live);
-	}
 }
 
 #define PPC_EXTRA_MAX	4
@@ -547,7 +557,7 @@ static bool notrace ppc_napi_audited(struct napi_struct *napi)
 	*off = '\0';		/* sym is the function's name now */
 	mod++;
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		if (READ_ONCE(ppc_audit_live[i]) &&
+		if (ppc_audit_live[i] &&
 		    !strcmp(mod, ppc_audited[i].module) &&
 		    !strcmp(sym, ppc_audited[i].poll))
 			return true;
@@ -765,7 +775,7 @@ int ppc_recycle_set_on(bool on)
 		return 0;
 	}
 	ppc_owner_reset();
-	ppc_audit_decide();
+	ppc_audit_say();
 	ret = ppc_destroy_resolve() ?: ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, true);
 	if (ret)
 		pr_err("recycle: on needs the NAPI poll tracker and the pool teardown hooks; they cannot be installed here (%d)\n",
@@ -892,12 +902,14 @@ void ppc_owner_show(struct seq_file *m)
 		seq_printf(m, "%s%s:%s", i ? "," : " ", ppc_audited[i].module,
 			   ppc_audited[i].poll);
 	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
-		seq_printf(m, ",%s(added)", ppc_extra[i]);
+		seq_printf(m, "%s%s(added)",
+			   ARRAY_SIZE(ppc_audited) || i ? "," : " ",
+			   ppc_extra[i]);
 	seq_puts(m, "\n");
-	/* the rows this kernel may not use (as of the last "on"), and why */
+	/* the rows this kernel may not use, and why */
 	seq_puts(m, "recycle.audited_off:");
 	for (i = 0, b = 0; i < ARRAY_SIZE(ppc_audited); i++) {
-		if (READ_ONCE(ppc_audit_live[i]) || !ppc_audit_why[i][0])
+		if (ppc_audit_live[i])
 			continue;
 		seq_printf(m, "%s%s (%s)", b++ ? "; " : " ",
 			   ppc_audited[i].module, ppc_audit_why[i]);

@@ -361,6 +361,7 @@ t_recycle_veth_xdp() {
 				gt "$pm" 900 "veth's functions equal in $V: ppcoal recycles veth's pool directly (per mille)"
 				eq "$(val recycle.audited_off)" none "veth's functions equal in $V: no row off"
 			elif [ $r = none ]; then
+				gt "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 200 "no record of veth's functions in $V: veth page-pool pages on the recycle path"
 				eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "no record of veth's functions in $V: no direct put"
 				eq "$(val recycle.audited_off)" "veth (its audit is not verified for Debian $V)" "no record of veth's functions in $V: the row off, named"
 			else
