@@ -75,14 +75,14 @@ static noinline void ppc_guard_target(void)
 	barrier();
 }
 
-static void notrace ppc_guard_cb(unsigned long ip, unsigned long parent_ip,
-				 struct ftrace_ops *op,
-				 struct ftrace_regs *fregs)
+/* The callback of the guard and of the claim: they only hold a function. */
+static void notrace ppc_nop_cb(unsigned long ip, unsigned long parent_ip,
+			       struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 }
 
 static struct ftrace_ops ppc_guard_ops = {
-	.func = ppc_guard_cb,
+	.func = ppc_nop_cb,
 	.flags = FTRACE_OPS_FL_PERMANENT,
 };
 
@@ -209,14 +209,8 @@ void ppc_guard_put(void)
  * kernel/bpf/trampoline.c:84-100), and the direct ops is then refused before it
  * is listed (one direct ops a function).
  */
-static void notrace ppc_claim_cb(unsigned long ip, unsigned long parent_ip,
-				 struct ftrace_ops *op,
-				 struct ftrace_regs *fregs)
-{
-}
-
 static struct ftrace_ops ppc_claim_ops = {
-	.func = ppc_claim_cb,
+	.func = ppc_nop_cb,	/* it only holds the function */
 	.flags = FTRACE_OPS_FL_IPMODIFY,
 };
 
