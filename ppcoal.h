@@ -40,7 +40,33 @@
  * :266-310). ENDBR and the call depth accounting before a call as
  * samples/ftrace/ftrace-direct-multi.c (6.12 :52-57) has them. The
  * kernel keeps an 8-byte aligned stack (-mpreferred-stack-boundary=3).
+ *
+ * decide() may clobber every caller-saved register the trampoline does not
+ * keep (rax, r10, r11, and the argument registers beyond nargs), and
+ * returning into the function leaves them so at its entry. No caller
+ * expects them back by the psABI; only GCC's interprocedural register
+ * allocation (-fipa-ra) lets a caller keep a value in a register the
+ * callee's body leaves alone, and only for a callee whose body it compiled
+ * before, in its own file. GCC turns -fipa-ra off with -pg ("Options That
+ * Control Optimization", -fipa-ra), and the function tracer's -pg -mfentry
+ * is on the command line of a kernel built with it (6.1 Makefile:776 and
+ * :968-975, 6.12 :769 and :927-934), asserted below; some files take it
+ * off (kernel/trace's), but those have no fentry call site to hook: a
+ * function ftrace can hook has one, so its file, and every caller the
+ * compiler could have told about its registers, was built with it, unless the
+ * kernel is linked with LTO (then callers in other files see the body
+ * too), asserted below as well. ftrace's own caller rests on the same
+ * rule: it keeps the argument registers and rax, and leaves r10 and r11 to
+ * its callbacks at every traced function's entry (6.1
+ * arch/x86/kernel/ftrace_64.S:82-88 and :121-127, 6.12 :83-89 and
+ * :122-128).
  */
+#if !defined(CONFIG_FUNCTION_TRACER) || !defined(CC_USING_FENTRY)
+#error "ppcoal: the hook trampolines need a kernel built with the function tracer's -pg -mfentry"
+#endif
+#ifndef CONFIG_LTO_NONE
+#error "ppcoal: the hook trampolines need a kernel built without LTO"
+#endif
 #define PPC_HOOK_TRAMPOLINE(name, decide, nargs) \
 	asm(".pushsection .text, \"ax\", @progbits\n" \
 	    ".globl " #name "\n" \
@@ -179,6 +205,7 @@ const char *ppc_clone_policy_name(void);
 int ppc_recycle_set_on(bool on);
 void ppc_owner_show(struct seq_file *m);
 void ppc_owner_exit(void);
+void ppc_owner_init(void);
 
 /* virtio_net caller ranges (ppcoal_virtio_hook.c) */
 int ppc_virtio_resolve(void);
@@ -206,6 +233,7 @@ void ppc_verify_init(void);
 bool ppc_verify_refuses(enum ppc_path path);
 void ppc_verify_reason(enum ppc_path path, char *buf, size_t len);
 const char *ppc_path_verified_word(enum ppc_path path);
+bool ppc_verify_audit(const char *module, char *buf, size_t len);
 void ppc_verify_show(struct seq_file *m);
 
 /* Direct calls and ftrace registration helpers (ppcoal_direct.c) */
@@ -228,6 +256,8 @@ int ppc_guard_get(void);
 void ppc_guard_put(void);
 bool ppc_guard_stuck(void);
 void ppc_direct_exit(void);
+int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
+			unsigned long tramp);
 void ppc_pin(const char *what, int err);
 bool ppc_register_left_live(struct ftrace_ops *ops, int err);
 

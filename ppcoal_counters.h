@@ -62,9 +62,9 @@ PPC_COUNTER(RC_DIRECT, recycle, direct,
 PPC_COUNTER(RC_UPSTREAM_DIRECT, recycle, upstream_direct,
 	    "page put back directly by the kernel's own NAPI-local rule (6.12, pp .napi)")
 PPC_COUNTER(RC_DENY_NOT_SOFTIRQ, recycle, deny_not_softirq,
-	    "on: of ring, not direct: the free ran outside softirq (process context, hardirq)")
+	    "on: of ring, not direct: the free ran outside softirq (process, hardirq) or irqs off")
 PPC_COUNTER(RC_DENY_UNKNOWN, recycle, deny_owner_unknown,
-	    "on: of ring, not direct because the pool's owner NAPI is not known (yet)")
+	    "on: of ring, not direct: no owner NAPI known for the pool (yet, or another device's)")
 PPC_COUNTER(RC_DENY_ELSEWHERE, recycle, deny_owner_elsewhere,
 	    "on: of ring, not direct because this CPU is not polling the pool owner NAPI now")
 PPC_COUNTER(RC_DENY_SHARED, recycle, deny_pool_shared,

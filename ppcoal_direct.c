@@ -75,14 +75,14 @@ static noinline void ppc_guard_target(void)
 	barrier();
 }
 
-static void notrace ppc_guard_cb(unsigned long ip, unsigned long parent_ip,
-				 struct ftrace_ops *op,
-				 struct ftrace_regs *fregs)
+/* The callback of the guard and of the claim: they only hold a function. */
+static void notrace ppc_nop_cb(unsigned long ip, unsigned long parent_ip,
+			       struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 }
 
 static struct ftrace_ops ppc_guard_ops = {
-	.func = ppc_guard_cb,
+	.func = ppc_nop_cb,
 	.flags = FTRACE_OPS_FL_PERMANENT,
 };
 
@@ -181,6 +181,105 @@ void ppc_guard_put(void)
 	}
 }
 
+/*
+ * A direct ops that fails to register may have been on ftrace_ops_list
+ * for a moment, and what it leaves is torn down with no grace period. It
+ * fails so when the function already has an IPMODIFY user (a livepatch, a
+ * kprobe with a post handler): a direct ops without an ops_func is refused
+ * there, after it was listed (6.1.192 kernel/trace/ftrace.c:1983-1984, 6.12.118
+ * :2056-2057; ftrace_startup() lists it, then rolls it back, 6.1 :2984,
+ * :3002-3008, 6.12 :3075, :3091-3099), where ftrace_ops_list_func() may
+ * call it:
+ *  - 6.1: register_ftrace_direct_multi() then takes its direct_functions
+ *    entries out with kfree() (:5719-5738, :5652-5667) while the listed
+ *    ops's call_direct_funcs() may read them (:2519-2529, :2475-2484);
+ *  - 6.12: register_ftrace_direct() then clears the ops's func
+ *    (reset_direct(), :5956, :6055-6056), which a CPU that read the ops
+ *    from the list meets as a NULL callback: ftrace_ops_list_func()
+ *    warns and stops ftrace for good (FTRACE_WARN_ON(), :8037-8039).
+ * So the function is claimed first by an IPMODIFY ops of ppcoal's, whose
+ * registering fails (-EBUSY, before any direct ops exists) where another
+ * holds it, and which holds it while the direct ops registers: the direct
+ * ops's ops_func allows that one sharing (ENABLE_SHARE_IPMODIFY_SELF, 6.1
+ * :1985, 6.12 :2058) and refuses any other IPMODIFY user later
+ * (ENABLE_SHARE_IPMODIFY_PEER, 6.1 :8236-8239, 6.12 :8616-8621, before
+ * that user is listed), as a missing ops_func did. Then the claim goes. A
+ * BPF trampoline already on the function shares with the claim (its
+ * ops_func rebuilds it for the claim and back, 6.12
+ * kernel/bpf/trampoline.c:84-100), and the direct ops is then refused before it
+ * is listed (one direct ops a function).
+ */
+static struct ftrace_ops ppc_claim_ops = {
+	.func = ppc_nop_cb,	/* it only holds the function */
+	.flags = FTRACE_OPS_FL_IPMODIFY,
+};
+
+/* The claim holds the function a direct ops is registering for. */
+static bool ppc_claiming;
+
+/* Unregistering the claim failed: it stays on ftrace's list, pinned. */
+static bool ppc_claim_dead;
+
+static int ppc_claim_ops_func(struct ftrace_ops *op, enum ftrace_ops_cmd cmd)
+{
+	switch (cmd) {
+	case FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_SELF:
+		/* the IPMODIFY user there is the claim: no other can be */
+		return READ_ONCE(ppc_claiming) ? 0 : -EBUSY;
+	case FTRACE_OPS_CMD_ENABLE_SHARE_IPMODIFY_PEER:
+		return -EBUSY;
+	default:
+		return 0;	/* the claim leaves */
+	}
+}
+
+/**
+ * ppc_direct_register() - register a hook's direct ops
+ * @ops: its ftrace_ops, filtered on @ip
+ * @ip: the hooked function
+ * @tramp: the trampoline the call site is to call
+ *
+ * Called with ppc_lock held. Refused first (-EBUSY) when another ftrace
+ * user modifies @ip's instruction pointer (see above).
+ *
+ * Return: 0, or the errno of registering the claim or the direct ops.
+ */
+int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
+			unsigned long tramp)
+{
+	int ret, err;
+
+	lockdep_assert_held(&ppc_lock);
+	if (ppc_claim_dead)
+		return -ENODEV;
+	ret = ftrace_set_filter_ip(&ppc_claim_ops, ip, 0, 1);
+	if (ret)
+		return ret;
+	ret = register_ftrace_function(&ppc_claim_ops);
+	if (ret) {
+		if (ppc_register_left_live(&ppc_claim_ops, ret)) {
+			ppc_claim_dead = true;
+			ppc_pin("claim", ret);
+		} else {
+			ftrace_set_filter_ip(&ppc_claim_ops, ip, 1, 0);
+		}
+		return ret;
+	}
+	ops->ops_func = ppc_claim_ops_func;
+	WRITE_ONCE(ppc_claiming, true);
+	ret = ppc_register_direct(ops, tramp);
+	WRITE_ONCE(ppc_claiming, false);
+	err = unregister_ftrace_function(&ppc_claim_ops);
+	if (err) {
+		/* still on ftrace_ops_list: its memory must stay */
+		ppc_claim_dead = true;
+		ppc_pin("claim", err);
+	} else {
+		ftrace_set_filter_ip(&ppc_claim_ops, ip, 1, 0);
+	}
+	return ret;
+}
+
 /**
  * ppc_direct_init() - direct_calls=1: say what it gets, once, at load
  */
@@ -207,14 +306,14 @@ bool ppc_direct_on(void)
 }
 
 /**
- * ppc_guard_stuck() - could the guard not be removed
+ * ppc_guard_stuck() - could the guard (or the claim) not be removed
  *
- * Return: true when unregistering the guard failed: it stays on ftrace's
- * list, live, and the module is pinned.
+ * Return: true when unregistering the guard or the claim failed: it stays
+ * on ftrace's list, live, and the module is pinned.
  */
 bool ppc_guard_stuck(void)
 {
-	return ppc_guard_dead;
+	return ppc_guard_dead || ppc_claim_dead;
 }
 
 /**
@@ -225,6 +324,8 @@ bool ppc_guard_stuck(void)
  */
 void ppc_direct_exit(void)
 {
-	if (ppc_direct)
-		ftrace_free_filter(&ppc_guard_ops);
+	if (!ppc_direct)
+		return;
+	ftrace_free_filter(&ppc_guard_ops);
+	ftrace_free_filter(&ppc_claim_ops);
 }

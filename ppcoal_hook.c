@@ -35,11 +35,15 @@
  *    gone from it. The kernel still refuses a livepatch (an IPMODIFY ops)
  *    on a function one of our direct ops holds, and our direct ops on a
  *    function a livepatch holds, with -EBUSY, because our direct ops has
- *    no ops_func (6.1 :1983-1984 and :8236-8237, 6.12 :2056-2057 and
- *    :8616-8617); a second direct user (a BPF trampoline) gets -EBUSY
- *    too (6.1 :5714, 6.12 :6005). PERMANENT is carried by the guard
- *    (ppcoal_direct.c), registered before the first direct ops and
- *    removed after the last.
+ *    an ops_func that answers -EBUSY to every IPMODIFY user but ppcoal's
+ *    own claim of the function (6.1 :1983-1984 and :8236-8237, 6.12
+ *    :2056-2058 and :8616-8621), taken first so that the second case is
+ *    refused before the direct ops registers (a failed one leaves what a
+ *    CPU may still use with no grace period: ppc_direct_register());
+ *    a second direct user (a BPF trampoline)
+ *    gets -EBUSY too (6.1 :5714, 6.12 :6005). PERMANENT is carried by
+ *    the guard (ppcoal_direct.c), registered before the first direct ops
+ *    and removed after the last.
  *    One gap the kernel leaves: an IPMODIFY ops already registered that
  *    later adds a function we hold to its filter is not refused (6.1
  *    :1441 and :1983-1988 accept a record a direct ops holds; a kprobe
@@ -196,27 +200,33 @@ static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
 
 /*
  * ppc_redirect() was called with the ops of a callback hook (no
- * replacement). ftrace never does that. Our ops live in module data, so
- * they are DYNAMIC and a call site shared with another ftrace user
+ * replacement), or with a redirect's ops for a function that is not the
+ * redirect's own. ftrace never does either. Our ops live in module data,
+ * so they are DYNAMIC and a call site shared with another ftrace user
  * reaches them through ftrace_ops_list_func(), which passes
- * each ops to its own ->func (6.1 kernel/trace/ftrace.c:171-183 and
- * :7664, 6.12 :206-217 and :8042); an ops's own trampoline holds the call
- * of its ->func and the pointer to it, both written by create_trampoline()
- * before any call site can reach it (6.1 arch/x86/kernel/ftrace.c:387-412,
- * 6.12 :388-418), and ppcoal never changes a registered ops's ->func
- * (which arch_ftrace_update_trampoline() would rewrite). A trampoline is
+ * each ops to its own ->func, and only for a function its filter holds
+ * (6.1 kernel/trace/ftrace.c:171-183 and :7658-7664, 6.12 :206-217 and
+ * :8036-8042); an ops's own trampoline holds the call of its ->func and
+ * the pointer to it, both written by create_trampoline() before any call
+ * site can reach it (6.1 arch/x86/kernel/ftrace.c:387-412, 6.12
+ * :388-418), and only a call site of the ops's filter that no other ops
+ * traces calls it (6.1 :1773-1774, 6.12 :1812-1813). ppcoal never changes
+ * a registered ops's ->func (which arch_ftrace_update_trampoline() would
+ * rewrite) or filter. A trampoline is
  * freed only after the RCU-tasks waits of ftrace_shutdown() (6.1
  * :3108-3129, 6.12 :3197-3217), and a freed address is mapped again only
  * after a TLB flush on every CPU. Not redirecting is the safe answer (the
- * traced function runs stock); the warning says which of two things
+ * traced function runs stock); the warning says which of three things
  * happened, from the call that entered here (@ret, the address after it):
+ *  - @op is a redirect's of ppcoal for another function (ppc_redirect()
+ *    compared @ip with it): a call site reached an ops not its own;
  *  - memory there calls the ops's own callback, not ppc_redirect(): the
  *    CPU ran code that memory no longer holds, a stale translation of a
  *    trampoline whose address a new one reused (an emulator's fault;
  *    tests/vm/emulator-fault.sh reads this line);
  *  - anything else: the kernel broke ftrace's contract. @op is then not
  *    trusted: its callback is read with get_kernel_nofault().
- * Two WARN_ONCE()s, each with its own once: an emulator's stale
+ * Three WARN_ONCE()s, each with its own once: an emulator's stale
  * translation warned about first cannot hide a later breach of ftrace's
  * contract. The arguments keep ppc_redirect()'s first three where they
  * are, so that its fast path moves no register.
@@ -232,8 +242,18 @@ ppc_redirect_refused(unsigned long ip, unsigned long parent_ip,
 	unsigned long target = 0;
 	ftrace_func_t func = NULL;
 	u8 insn[CALL_INSN_SIZE];
+	struct ppc_hook *h;
 	s32 rel;
 
+	/* found by its address alone: nothing of an unknown @op is read */
+	for (h = ppc_hooks; h < ppc_hooks + PPC_NR_HOOKS; h++) {
+		if (&h->ops == op && h->replacement) {
+			WARN_ONCE(1, "ppcoal: %ps (called from %pS) not redirected: ppc_redirect() entered from %pS with the ops of ppcoal's redirect of %s, another function: a call site reached an ops not its own\n",
+				  (void *)ip, (void *)parent_ip, (void *)ret,
+				  h->symbol);
+			return;
+		}
+	}
 	if (!copy_from_kernel_nofault(insn, (void *)(ret - CALL_INSN_SIZE),
 				      CALL_INSN_SIZE) &&
 	    insn[0] == CALL_INSN_OPCODE) {
@@ -260,12 +280,17 @@ static void notrace ppc_redirect(unsigned long ip, unsigned long parent_ip,
 	struct ppc_hook *h = container_of(op, struct ppc_hook, ops);
 
 	/*
-	 * A callback hook's ops: two instructions a call. Not looked for, at
-	 * two to six more: an ops of another module, or a redirect's called
-	 * for another function (a stale call site reaching a trampoline
-	 * address that another redirect reused). ftrace never does either.
+	 * A callback hook's ops, or a redirect's called for another function
+	 * (a stale call site reaching a trampoline address that another
+	 * redirect reused). ftrace never does either. The traced function's
+	 * @ip is its fentry call site: the address filtered (h->addr, its
+	 * start) or, where the kernel has IBT, the call after its ENDBR
+	 * (ftrace_location() maps a start there, 6.1 kernel/trace/ftrace.c
+	 * :1599-1617, 6.12 :1657-1675; @ip is the call's return address less
+	 * its size, 6.1 arch/x86/kernel/ftrace_64.S:113, 6.12 :114). An ops of
+	 * another module is not looked for: it would be read as ours.
 	 */
-	if (unlikely(!h->replacement)) {
+	if (unlikely(!h->replacement || ip - h->addr > ENDBR_INSN_SIZE)) {
 		ppc_redirect_refused(ip, parent_ip, op, _RET_IP_);
 		return;
 	}
@@ -347,7 +372,8 @@ static int ppc_hook_attach(struct ppc_hook *h)
 	if (ret)
 		goto put;
 	if (ppc_hook_direct(h))
-		ret = ppc_register_direct(&h->ops, (unsigned long)h->tramp);
+		ret = ppc_direct_register(&h->ops, h->addr,
+					  (unsigned long)h->tramp);
 	else
 		ret = register_ftrace_function(&h->ops);
 	if (ret && ppc_register_left_live(&h->ops, ret)) {
@@ -379,6 +405,17 @@ put:
  * enter them again (the waits of ftrace_shutdown(), see the lifetime
  * rules above). A failed unregister leaves the hook live and stuck: the
  * module is pinned so that its text never goes away under it.
+ * A stuck hook stays stuck, for every failure that makes one is for good:
+ * unregistering a registered ops fails only once ftrace is dead
+ * (ftrace_shutdown() returns -ENODEV first, 6.1 kernel/trace/ftrace.c
+ * :3035, 6.12 :3126; ftrace_disabled is set by ftrace_init()'s failure and
+ * ftrace_kill() and never cleared, 6.1 :118, :7544, :8177, 6.12 :123,
+ * :7923, :8556), or for an ops not enabled or not on ftrace's list (6.1
+ * :351-360), which only a register would change and a stuck hook is never
+ * registered again; a register left live (ppc_hook_attach()) is one that
+ * ftrace_startup() gave up on as ftrace died (6.1 :3021-3024, 6.12
+ * :3112-3115). The retry below fails the same way, so ppc_engine_exit()
+ * never frees text a stuck hook may still enter.
  */
 static int ppc_hook_detach(struct ppc_hook *h)
 {

@@ -297,6 +297,7 @@ static int __init ppc_init(void)
 	ret = ppc_engine_init();
 	if (ret)
 		return ret;
+	ppc_owner_init();
 	mutex_lock(&ppc_lock);
 	ppc_ready = true;
 	for (p = 0; p < PPC_NR_PATHS; p++) {

@@ -16,7 +16,9 @@
 #include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/panic.h>
+#include <linux/ratelimit.h>
 #include <linux/skbuff.h>
+#include <linux/utsname.h>
 #include <linux/workqueue.h>
 #include <trace/events/napi.h>
 
@@ -71,6 +73,8 @@ static int ppc_learn_state;
 static unsigned long ppc_learn_since;
 static void ppc_learn_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(ppc_learn_work, ppc_learn_fn);
+/* Its "no owner found" line: one a minute, however often pools churn. */
+static DEFINE_RATELIMIT_STATE(ppc_learn_rs, 60 * HZ, 1);
 
 /*
  * The slot of @pool, claimed if it has none; -1 when the bucket is full.
@@ -189,20 +193,52 @@ static bool ppc_own_unknown(bool drop)
 	return any;
 }
 
+/*
+ * Is @pool the polling NAPI's own, by the device it was created for
+ * (page_pool_params.dev: the netdev's device, as veth sets it,
+ * drivers/net/veth.c:1020, or its parent, a NIC's PCI device)? A pool of
+ * another driver that allocates inside this poll is not learned as its.
+ * A NAPI without a device is no driver's: the backlog NAPI of each CPU
+ * (process_backlog(), set up with no napi->dev, 6.1 net/core/dev.c:11636,
+ * 6.12 :12488; a driver's gets one in netif_napi_add(), 6.1 :6533, 6.12
+ * :6848), which __napi_poll() polls like any other.
+ *
+ * A pool made for the parent device passes for every netdev of that
+ * parent (the ports of one PCI function, as mana's vPorts): the device
+ * cannot tell them apart. That is the same driver, whose audit (rule 1:
+ * a pool allocates only in its own queue's poll) is what makes the NAPI
+ * seen allocating the pool's sole consumer; the check only keeps another
+ * driver's pool from being learned here (issue 36, sibling netdevs).
+ */
+static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
+				     const struct napi_struct *napi)
+{
+	struct device *dev = READ_ONCE(pool->p.dev);
+	struct net_device *ndev = READ_ONCE(napi->dev);
+
+	return dev && ndev && (dev == &ndev->dev || dev == ndev->dev.parent);
+}
+
 /**
  * ppc_own_want() - ask for the owner of a pool to be learned
  * @pool: a pool the free path met without an owner, inside a poll
+ * @napi: the NAPI this CPU polls now (alive: this CPU is inside its poll)
  *
  * Keeps a slot for it (so the learner knows it is wanted) and asks for the
- * allocation probe.
+ * allocation probe, when the pool could be this NAPI's: a free can be
+ * direct only inside the owner's poll, and an owner's pool is of its
+ * device (ppc_owner_alloc_cb()). A pool of another device met here (a
+ * forwarded page, a pool another driver allocates from in this poll)
+ * takes no slot: slots are for pools that can be eligible (issue 36.8).
  */
-void ppc_own_want(unsigned long pool)
+void ppc_own_want(unsigned long pool, unsigned long napi)
 {
 	struct ppc_own_bucket *b = ppc_bucket(pool);
 	unsigned long flags;
 	int i;
 
-	if (ppc_own_resting(pool))
+	if (!ppc_pool_of_napi((void *)pool, (void *)napi) ||
+	    ppc_own_resting(pool))
 		return;
 	/*
 	 * No slot and no free one in its bucket (checked without the lock):
@@ -266,9 +302,10 @@ static void ppc_learn_fn(struct work_struct *work)
 	} else {
 		ppc_learn_disarm();
 		ppc_own_unknown(true);
-		pr_info("recycle: no owner found in %u ms for some pools met in a NAPI poll (they do not allocate inside one: dying, or refilled elsewhere); their pages use the ring, next try in %u s\n",
-			jiffies_to_msecs(PPC_LEARN_MAX),
-			jiffies_to_msecs(PPC_LEARN_REST) / 1000);
+		if (__ratelimit(&ppc_learn_rs))
+			pr_info("recycle: no owner found in %u ms for some pools met in a NAPI poll (they do not allocate inside one: dying, or refilled elsewhere); their pages use the ring, next try in %u s\n",
+				jiffies_to_msecs(PPC_LEARN_MAX),
+				jiffies_to_msecs(PPC_LEARN_REST) / 1000);
 	}
 	if (delay)
 		queue_delayed_work(system_wq, &ppc_learn_work, delay);
@@ -391,9 +428,18 @@ static unsigned long ppc_destroy_start, ppc_destroy_size;
  * @op: our ftrace_ops
  * @fregs: arguments (the pool first)
  *
- * The driver withdraws direct recycling from a live pool (bnxt's queue
- * restart, then fills and empties it from process context): it is never
- * ppcoal's while it lives. Notrace; reaches no function ppcoal hooks.
+ * The driver withdraws direct recycling from a live pool: it is never
+ * ppcoal's while it lives. On Debian's 6.12 only bnxt calls it outside
+ * page_pool_destroy() (bnxt_queue_stop(), 6.12.118
+ * drivers/net/ethernet/broadcom/bnxt/bnxt.c:15643-15645), on pools that
+ * name their NAPI, which ppcoal leaves alone while named; the withdrawal
+ * clears the name (net/core/page_pool.c:1231), and the verdict keeps them
+ * from being learned after. A verdict lost to a full bucket lets such a
+ * pool be learned only for an audited driver (bnxt is not); a direct put
+ * decided before the withdrawal cannot overlap it: the API wants the
+ * pool's NAPI quiet first (napi_assert_will_not_race(), :1229), and
+ * ppcoal puts directly only inside the owner's poll. Notrace; reaches no
+ * function ppcoal hooks.
  */
 void notrace ppc_owner_pp_disable_cb(unsigned long ip, unsigned long parent_ip,
 				     struct ftrace_ops *op,
@@ -433,12 +479,56 @@ static const struct {
 	const char *module;
 	const char *poll;
 	const char *audit;
+	bool test;	/* the suite's fixture: pinned to no kernel */
 } ppc_audited[] = {
 #define PPC_AUDITED(mod, fn, lines) \
 	{ .module = #mod, .poll = #fn, .audit = lines },
+#define PPC_AUDITED_TEST(mod, fn, lines) \
+	{ .module = #mod, .poll = #fn, .audit = lines, .test = true },
 #include "ppcoal_tables.h"
+#undef PPC_AUDITED_TEST
 #undef PPC_AUDITED
 };
+
+/*
+ * Which rows this kernel may use (ppc_verify_audit()), and why not:
+ * decided once at load (ppc_owner_init()), before anything reads them.
+ */
+#define PPC_AUDIT_WHY	96
+static bool ppc_audit_live[ARRAY_SIZE(ppc_audited)];
+static char ppc_audit_why[ARRAY_SIZE(ppc_audited)][PPC_AUDIT_WHY];
+static bool ppc_audit_said;	/* under ppc_lock */
+
+/**
+ * ppc_owner_init() - decide which audited rows this kernel may use
+ *
+ * Called once at load, after ppc_verify_init() and before any path runs.
+ */
+void ppc_owner_init(void)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		ppc_audit_live[i] = ppc_audited[i].test ||
+				    ppc_verify_audit(ppc_audited[i].module,
+						     ppc_audit_why[i],
+						     PPC_AUDIT_WHY);
+}
+
+/* Say in dmesg, the first time recycle is on, each row not used. */
+static void ppc_audit_say(void)
+{
+	int i;
+
+	if (ppc_audit_said)
+		return;
+	ppc_audit_said = true;
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		if (!ppc_audit_live[i])
+			pr_info("recycle: %s is not treated as an audited driver here: %s; its pools use the ring. See: ppcoal verify --kernel %s\n",
+				ppc_audited[i].module, ppc_audit_why[i],
+				init_utsname()->release);
+}
 
 #define PPC_EXTRA_MAX	4
 static char ppc_extra[PPC_EXTRA_MAX][MODULE_NAME_LEN];	/* under ppc_lock */
@@ -467,27 +557,14 @@ static bool notrace ppc_napi_audited(struct napi_struct *napi)
 	*off = '\0';		/* sym is the function's name now */
 	mod++;
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		if (!strcmp(mod, ppc_audited[i].module) &&
+		if (ppc_audit_live[i] &&
+		    !strcmp(mod, ppc_audited[i].module) &&
 		    !strcmp(sym, ppc_audited[i].poll))
 			return true;
 	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
 		if (!strcmp(mod, ppc_extra[i]))
 			return true;
 	return false;
-}
-
-/*
- * Is @pool the polling NAPI's own, by the device it was created for
- * (page_pool_params.dev: the netdev's device, as veth sets it,
- * drivers/net/veth.c:1020, or its parent, a NIC's PCI device)? A pool of
- * another driver that allocates inside this poll is not learned as its.
- */
-static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
-				     const struct napi_struct *napi)
-{
-	struct device *dev = READ_ONCE(pool->p.dev);
-
-	return dev && (dev == &napi->dev->dev || dev == napi->dev->dev.parent);
 }
 
 /* 6.12: does the kernel's own rule place this pool (.napi or cpuid)? */
@@ -521,20 +598,35 @@ void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 	unsigned long napi, old;
 	int i;
 
-	if (!in_softirq() || in_hardirq() || in_nmi())
+	/*
+	 * Interrupts off: something nested in the poll (netpoll), not the
+	 * poll's own allocation (as ppc_direct_ok() refuses its frees).
+	 */
+	if (!in_softirq() || in_hardirq() || in_nmi() || irqs_disabled())
 		return;
 	napi = this_cpu_read(ppc_polling.napi);
 	if (!napi)
 		return;
 	b = ppc_bucket((unsigned long)pool);
 	i = ppc_own_find(b, (unsigned long)pool);
-	if (i >= 0) {
-		old = READ_ONCE(b->owner[i]);
-		if (old == napi || (old && old <= PPC_OWN_VERDICT))
-			return;	/* nothing new (a second NAPI: shared) */
-	}
-	if (ppc_pool_placed(pool) || !ppc_pool_of_napi(pool, (void *)napi) ||
-	    !ppc_napi_audited((void *)napi))
+	/*
+	 * Only the pools the free path wants (ppc_own_want()) are learned:
+	 * any other pool allocating now would take a slot for good with a
+	 * verdict nothing reads (issue 36.8: a 6.12 pool the kernel places,
+	 * a driver nobody audited, a pool never freed inside a poll).
+	 */
+	if (i < 0)
+		return;
+	old = READ_ONCE(b->owner[i]);
+	if (old == napi || (old && old <= PPC_OWN_VERDICT))
+		return;	/* nothing new (a second NAPI: shared) */
+	/*
+	 * The audited poll first: only an audited driver's NAPI is read
+	 * further (the backlog NAPI's process_backlog() is built in, never
+	 * audited, and has no device).
+	 */
+	if (ppc_pool_placed(pool) || !ppc_napi_audited((void *)napi) ||
+	    !ppc_pool_of_napi(pool, (void *)napi))
 		napi = PPC_OWN_NEVER;
 	ppc_own_learn((unsigned long)pool, napi);
 }
@@ -683,6 +775,7 @@ int ppc_recycle_set_on(bool on)
 		return 0;
 	}
 	ppc_owner_reset();
+	ppc_audit_say();
 	ret = ppc_destroy_resolve() ?: ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, true);
 	if (ret)
 		pr_err("recycle: on needs the NAPI poll tracker and the pool teardown hooks; they cannot be installed here (%d)\n",
@@ -708,7 +801,14 @@ static int ppc_drivers_set(const char *val, const struct kernel_param *kp)
 			ret = -EINVAL;
 			break;
 		}
-		strscpy(names[n++], w, MODULE_NAME_LEN);
+		/*
+		 * A module's name has _ where its file may have - (kbuild's
+		 * KBUILD_MODNAME, 6.1 scripts/Makefile.lib:123-126:
+		 * xen-netfront.ko is xen_netfront), and kallsyms names it so
+		 * (ppc_napi_audited()): stored, and read back, as _.
+		 */
+		strscpy(names[n], w, MODULE_NAME_LEN);
+		strreplace(names[n++], '-', '_');
 	}
 	if (ret) {
 		pr_err("recycle_drivers: invalid list \"%.*s\": up to %d module names, comma separated; list unchanged\n",
@@ -750,7 +850,7 @@ static const struct kernel_param_ops ppc_drivers_ops = {
 
 module_param_cb(recycle_drivers, &ppc_drivers_ops, NULL, 0644);
 MODULE_PARM_DESC(recycle_drivers,
-		 "experts only, taints the kernel: drivers (module names, comma separated) to treat as audited for recycle=on, besides the built-in list; write while recycle is not on (default: empty)");
+		 "experts only, taints the kernel: drivers (module names, comma separated; - is read as _, as in module names) to treat as audited for recycle=on, besides the built-in list; write while recycle is not on (default: empty)");
 
 /**
  * ppc_owner_exit() - stop the learning work for module unload
@@ -802,6 +902,17 @@ void ppc_owner_show(struct seq_file *m)
 		seq_printf(m, "%s%s:%s", i ? "," : " ", ppc_audited[i].module,
 			   ppc_audited[i].poll);
 	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
-		seq_printf(m, ",%s(added)", ppc_extra[i]);
+		seq_printf(m, "%s%s(added)",
+			   ARRAY_SIZE(ppc_audited) || i ? "," : " ",
+			   ppc_extra[i]);
 	seq_puts(m, "\n");
+	/* the rows this kernel may not use, and why */
+	seq_puts(m, "recycle.audited_off:");
+	for (i = 0, b = 0; i < ARRAY_SIZE(ppc_audited); i++) {
+		if (ppc_audit_live[i])
+			continue;
+		seq_printf(m, "%s%s (%s)", b++ ? "; " : " ",
+			   ppc_audited[i].module, ppc_audit_why[i]);
+	}
+	seq_puts(m, b ? "\n" : " none\n");
 }

@@ -80,6 +80,6 @@ static __always_inline unsigned long ppc_own_lookup(unsigned long pool)
 	return i < 0 ? 0 : READ_ONCE(b->owner[i]);
 }
 
-void ppc_own_want(unsigned long pool);
+void ppc_own_want(unsigned long pool, unsigned long napi);
 
 #endif /* _PPCOAL_OWNER_H */

@@ -60,20 +60,31 @@
  * "on": may this page go straight into @pool's cache? Counts the reason
  * when not. @pool is alive: the page being freed holds it. @placed: the
  * kernel's own rule owns this pool (6.12 .napi or cpuid) and said no.
+ *
+ * Interrupts disabled inside the owner's poll are not the poll's own
+ * code but something nested in it, which may have interrupted the
+ * poll's own use of the cache: netconsole's netpoll_send_skb() disables
+ * them (6.1 net/core/netpoll.c:397, 6.12 :390) and, through
+ * netpoll_poll_dev(), zap_completion_queue() frees completed skbs so
+ * (6.1 :367, :216, :280; 6.12 :360, :211, :273). Upstream puts into the
+ * cache only with interrupts enabled: 6.12 __page_pool_put_page() asserts
+ * it (lockdep_assert_no_hardirq(), net/core/page_pool.c:845), which
+ * page_pool_napi_local() relies on (:899-902). Counted as not softirq.
  */
 static bool ppc_direct_ok(unsigned long pool, bool placed)
 {
 	struct ppc_poll_mark *m;
-	unsigned long owner, gen;
+	unsigned long napi, owner, gen;
 
 	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !in_softirq() || in_hardirq() ||
-	    in_nmi()) {
+	    in_nmi() || irqs_disabled()) {
 		ppc_count(RC_DENY_NOT_SOFTIRQ);
 		return false;
 	}
 	m = this_cpu_ptr(&ppc_polling);
+	napi = READ_ONCE(m->napi);
 	/* In no poll: whoever owns the pool is not polled here. */
-	if (placed || !READ_ONCE(m->napi)) {
+	if (placed || !napi) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}
@@ -92,7 +103,7 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 	if (!owner) {
 		ppc_count(RC_DENY_UNKNOWN);
 		/* Met inside a poll (the test above): its owner may be learned. */
-		ppc_own_want(pool);
+		ppc_own_want(pool, napi);
 		return false;
 	}
 	if (owner == PPC_OWN_SHARED) {
@@ -103,7 +114,7 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 		ppc_count(RC_DENY_NEVER);
 		return false;
 	}
-	if (owner != READ_ONCE(m->napi)) {
+	if (owner != napi) {
 		ppc_count(RC_DENY_ELSEWHERE);
 		return false;
 	}

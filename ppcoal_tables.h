@@ -50,13 +50,24 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
  * function the audit read: a NAPI of the same module polled by another
  * function (another code path: its pools may be filled elsewhere) is not
  * eligible. audit: the lines it rests on (the README's "Direct recycling"
- * says what each shows).
+ * says what each shows). A row is used only on the Debian versions whose
+ * functions its audit read are verified (verified-functions.tsv's
+ * audit_MODULE rows; ppc_verify_audit()): a changed driver turns off that
+ * driver's row alone.
  */
-PPC_AUDITED(ppcoal_fixture, ppf_poll,
-	    "tests/modules/ppcoal_fixture.c: ppf_pool_buf, ppf_poll, ppf_destroy_pair")
-/* veth_poll: 6.1 drivers/net/veth.c:1080,1179; 6.12 1129,1228 */
+#ifdef PPC_TEST_ROWS
+/*
+ * The test fixture: only in a build with the test modules (Kbuild), and
+ * pinned to no kernel (its code is the suite's own).
+ */
+PPC_AUDITED_TEST(ppcoal_fixture, ppf_poll,
+		 "tests/modules/ppcoal_fixture.c: ppf_pool_buf, ppf_poll, ppf_destroy_pair")
+#endif
+#ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
+/* 6.12 family only: 6.1's veth creates no page pool */
 PPC_AUDITED(veth, veth_poll,
 	    "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
+#endif
 #endif
 
 #ifdef PPC_TRACEPOINT

@@ -30,8 +30,26 @@ static const struct {
 	const char *version;
 } ppc_verified[] = {
 #define PPC_VERIFIED(p, v) { .path = PPC_PATH_##p, .version = v },
+#define PPC_VERIFIED_AUDIT(m, v)
 #include "ppcoal_verified.h"
+#undef PPC_VERIFIED_AUDIT
 #undef PPC_VERIFIED
+};
+
+/*
+ * The versions each audited driver's row was verified against: the
+ * functions its audit read (verified-functions.tsv's audit_MODULE rows).
+ */
+static const struct {
+	const char *module;
+	const char *version;
+} ppc_audit_verified[] = {
+#define PPC_VERIFIED(p, v)
+#define PPC_VERIFIED_AUDIT(m, v) { .module = #m, .version = v },
+#include "ppcoal_verified.h"
+#undef PPC_VERIFIED_AUDIT
+#undef PPC_VERIFIED
+	{ }	/* a build may list none */
 };
 
 #define PPC_VERSION_MAX	32	/* a Debian version, with its NUL */
@@ -65,6 +83,18 @@ MODULE_PARM_DESC(accept_unverified,
 
 static char ppc_local[PPC_LOCAL_MAX];
 
+/*
+ * local_verified's entries for audited drivers' rows on this kernel's
+ * version ("VERSION/audit_MODULE/RESULT"): the module, and the function
+ * that differs ("": none).
+ */
+#define PPC_AUDIT_LOCAL_MAX	8
+static struct {
+	char module[PPC_FUNC_MAX];
+	char changed[PPC_FUNC_MAX];
+} ppc_audit_local[PPC_AUDIT_LOCAL_MAX];
+static int ppc_audit_local_n;
+
 /* @s[0..@n) holds only characters of @set, and 0 < @n < @max. */
 static bool ppc_word_ok(const char *s, size_t n, size_t max, const char *set)
 {
@@ -96,6 +126,36 @@ static int ppc_path_of(const char *s, size_t n)
 }
 
 /*
+ * Record an audited driver's entry (@n bytes at @name: "audit_MODULE")
+ * with its result (@rn bytes at @res: "" for ok, else a function); a
+ * later entry of the same module wins, others are ignored (the record
+ * names each once a version).
+ */
+static void ppc_audit_local_add(const char *name, size_t n, const char *res,
+				size_t rn)
+{
+	size_t pre = strlen("audit_");
+	int i;
+
+	if (n <= pre || strncmp(name, "audit_", pre))
+		return;	/* a path of another ppcoal release */
+	name += pre;
+	n -= pre;
+	for (i = 0; i < ppc_audit_local_n; i++)
+		if (strlen(ppc_audit_local[i].module) == n &&
+		    !strncmp(ppc_audit_local[i].module, name, n))
+			break;
+	if (i == PPC_AUDIT_LOCAL_MAX)
+		return;
+	if (i == ppc_audit_local_n)
+		ppc_audit_local_n++;
+	memcpy(ppc_audit_local[i].module, name, n);
+	ppc_audit_local[i].module[n] = '\0';
+	memcpy(ppc_audit_local[i].changed, res, rn);
+	ppc_audit_local[i].changed[rn] = '\0';
+}
+
+/*
  * Walk the entries of a local_verified value: "VERSION/PATH/RESULT,...".
  * An entry for a path this build does not know (a record of another ppcoal
  * release) is skipped. With @apply, an entry of the running kernel's
@@ -121,15 +181,19 @@ static bool ppc_local_walk(const char *v, bool apply)
 		    !ppc_word_ok(s1 + 1, s2 - s1 - 1, PPC_FUNC_MAX, PPC_FUNC_CHARS) ||
 		    !ppc_word_ok(s2 + 1, rn, PPC_FUNC_MAX, PPC_FUNC_CHARS))
 			return false;
-		p = ppc_path_of(s1 + 1, s2 - s1 - 1);
-		if (!apply || p < 0 || strlen(ppc_debver) != s1 - e ||
+		if (!apply || strlen(ppc_debver) != s1 - e ||
 		    strncmp(e, ppc_debver, s1 - e))
 			continue;
-		ppc_local_has[p] = true;
 		if (rn == 2 && !strncmp(s2 + 1, "ok", 2))
 			rn = 0;
-		memcpy(ppc_changed[p], s2 + 1, rn);
-		ppc_changed[p][rn] = '\0';
+		p = ppc_path_of(s1 + 1, s2 - s1 - 1);
+		if (p >= 0) {
+			ppc_local_has[p] = true;
+			memcpy(ppc_changed[p], s2 + 1, rn);
+			ppc_changed[p][rn] = '\0';
+		} else {
+			ppc_audit_local_add(s1 + 1, s2 - s1 - 1, s2 + 1, rn);
+		}
 	}
 	return true;
 }
@@ -266,6 +330,47 @@ void ppc_verify_reason(enum ppc_path path, char *buf, size_t len)
 	snprintf(buf, len, "not verified for Debian %s", ppc_debver);
 	pr_warn("%s: unavailable: not verified for Debian %s; this path stays off, the others keep working. Verify this kernel with: ppcoal verify --record-local %s, then reload ppcoal (or load it with accept_unverified=1 at your own risk)\n",
 		ppc_path_name(path), ppc_debver, rel);
+}
+
+/**
+ * ppc_verify_audit() - may an audited driver's row be used on this kernel
+ * @module: the row's module (ppcoal_tables.h's PPC_AUDITED)
+ * @buf: why not, when it may not (for stats and dmesg)
+ * @len: its size
+ *
+ * An audit is of code: the row is used only on a Debian version whose
+ * functions it read are the ones it was verified against, listed in the
+ * build's table or found equal by this machine's record, as a path is
+ * (ppc_verify_refuses()). accept_unverified=1 uses an unverified row, but
+ * never one whose function the record names as changed.
+ *
+ * Return: true when the row may be used.
+ */
+bool ppc_verify_audit(const char *module, char *buf, size_t len)
+{
+	const char *changed = NULL;
+	int i;
+
+	if (ppc_debver_known) {
+		for (i = 0; ppc_audit_verified[i].module; i++)
+			if (!strcmp(ppc_audit_verified[i].module, module) &&
+			    !strcmp(ppc_audit_verified[i].version, ppc_debver))
+				return true;
+		for (i = 0; i < ppc_audit_local_n; i++)
+			if (!strcmp(ppc_audit_local[i].module, module))
+				changed = ppc_audit_local[i].changed;
+		if (changed && !changed[0])
+			return true;
+	}
+	if (changed) {
+		snprintf(buf, len, "%s differs in Debian %s from the audited sources",
+			 changed, ppc_debver);
+		return false;
+	}
+	if (accept_unverified)
+		return true;
+	snprintf(buf, len, "its audit is not verified for Debian %s", ppc_debver);
+	return false;
 }
 
 /**

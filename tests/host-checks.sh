@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Host-side checks of the tree, printed as "PASS host:x" / "FAIL host:x: why":
 #   doc-counters     docs/design.md's counter table is the one generated from the table
+#   doc-drivers      README.md's driver table is the one generated from page-pool-drivers.tsv,
+#                    whose audited drivers are ppcoal_tables.h's
+#   verified-pins    every listed version of a family pins the same audited rows
 #   checkpatch       checkpatch.pl --strict --no-tree -f from Debian's linux-source-6.1
 #                    is clean on every kernel source file
 #   bpftrace-parse   scripts/bpftrace/*.bt compile (bpftrace -d: parse, semantic
@@ -34,6 +37,38 @@ elif [ "$want" = "$have" ]; then
 	echo "PASS host:doc-counters"
 else
 	echo "FAIL host:doc-counters: docs/design.md counter table differs from scripts/ppcoal-doc markdown"
+fi
+
+# The README's driver table is the one made from page-pool-drivers.tsv, and
+# its audited rows are ppcoal_tables.h's: every driver the table says
+# recycle=on puts directly is a PPC_AUDITED row, and every PPC_AUDITED row
+# but the test fixture's is such a driver.
+want=$(scripts/ppcoal-doc drivers)
+have=$(sed -n '/<!-- drivers:begin -->/,/<!-- drivers:end -->/p' README.md | sed '1d;$d')
+tab_direct=$(awk -F '\t' '!/^#/ && $5 == "direct" { split($2, w, ","); print w[1] }' scripts/page-pool-drivers.tsv | sort -u | tr '\n' ' ')
+aud=$(sed -n 's/^PPC_AUDITED(\([a-z0-9_]*\),.*/\1/p' ppcoal_tables.h | grep -vx ppcoal_fixture | sort -u | tr '\n' ' ')
+if [ -z "$want" ] || [ "$want" != "$have" ]; then
+	echo "FAIL host:doc-drivers: README.md's driver table differs from scripts/ppcoal-doc drivers"
+elif [ -z "$aud" ] || [ "$tab_direct" != "$aud" ]; then
+	echo "FAIL host:doc-drivers: page-pool-drivers.tsv's direct drivers ($tab_direct) are not ppcoal_tables.h's audited ones ($aud)"
+elif awk -F '\t' '!/^#/ && NF && ($5 !~ /^(direct|kernel|no|-)$/ || $6 == "")' scripts/page-pool-drivers.tsv | grep -q .; then
+	echo "FAIL host:doc-drivers: a page-pool-drivers.tsv row without a recycle verdict (direct, kernel, no, -) or its evidence"
+else
+	echo "PASS host:doc-drivers"
+fi
+
+# verified-functions.tsv pins each audited driver's row (audit_MODULE) in
+# every listed version of its family alike: the kernel-update verifier
+# compares a new kernel with the newest listed version's rows and records
+# the rows of the family, so a row missing from one version would be
+# recorded verified with nothing compared, or never be verifiable there.
+bad_pins=$(awk -F '\t' '!/^#/ && NF >= 6 { v[$2 SUBSEP $1] = 1; if ($3 ~ /^audit_/) a[$2 SUBSEP $1 SUBSEP $3] = 1; f[$2 SUBSEP $3] = $3 ~ /^audit_/ }
+	END { for (k in f) { if (!f[k]) continue; split(k, x, SUBSEP)
+		for (w in v) { split(w, y, SUBSEP); if (y[1] == x[1] && !((y[1] SUBSEP y[2] SUBSEP x[2]) in a)) print x[2] " missing in " y[2] } } }' verified-functions.tsv)
+if [ -n "$bad_pins" ]; then
+	echo "FAIL host:verified-pins: verified-functions.tsv: $(echo "$bad_pins" | head -n 3 | tr '\n' ';')"
+else
+	echo "PASS host:verified-pins"
 fi
 
 # Citations of a document's section: DOC "Section" (or "(DOC, "Section")"),

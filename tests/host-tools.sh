@@ -108,7 +108,7 @@ path() {
 recycle_state() {
 	printf '%s\n' "coalesce.clone_policy: $1" "recycle.tracked_known: ${2:-0}" "recycle.tracked_unknown: 0" \
 		"recycle.tracked_shared: 0" "recycle.learning: ${3:-idle}" "recycle.tracked_not_eligible: 0" \
-		"recycle.audited_drivers: ppcoal_fixture:ppf_poll,veth:veth_poll"
+		"recycle.audited_drivers: ppcoal_fixture:ppf_poll,veth:veth_poll" "recycle.audited_off: ${4:-none}"
 }
 
 # machine DIR: the skeleton of a machine: sysfs with ppcoal loaded, procfs
@@ -393,7 +393,7 @@ for l in "ppcoal $VERSION, module $VERSION, on 6.1.0-57-cloud-amd64 (Debian 6.1.
 	"ens3: virtio_net" \
 	"  virtio    can act: virtio_net: its receive path calls build_skb" \
 	"  coalesce  no: virtio_net creates no page pool on Debian 6.1: its skbs are no page-pool skbs" \
-	"  recycle   no: virtio_net is not an audited driver (audited: ppcoal_fixture, veth)" \
+	"  recycle   no: virtio_net creates no page pool on Debian 6.1: nothing to recycle" \
 	"packet sockets open: 0 (this network namespace; coalesce acts only on the clones such sockets make of page-pool skbs)" \
 	"over 2 s:" \
 	"  virtio: on, 99.7% of receive build_skb substituted (1234 of 1238 in 2 s)" \
@@ -424,6 +424,7 @@ machine "$B"
 nic "$B" eth0 2 pci mlx5_core mlx5_core
 virt "$B" veth0 5
 virt "$B" veth1 6
+nic "$B" vmx0 7 pci vmxnet3 vmxnet3
 cat >>"$B/proc/net/packet" <<'EOF'
 ffff8f1a4c3e1000 3      3    0003   0     1 0      0      41221
 ffff8f1a4c3e2000 3      2    0003   0     0 0      0      41222
@@ -450,12 +451,14 @@ for l in "ppcoal $VERSION, module $VERSION, on 6.12.117+deb13-amd64 (Debian 6.12
 	"virtio    on       unavailable: build_skb is redirected by another ftrace user (a livepatch?)" \
 	"eth0: mlx5_core" \
 	"  coalesce  can act: mlx5_core's receive skbs are page-pool skbs; 1 packet socket can clone them" \
-	"  recycle   no: mlx5_core is not an audited driver (audited: ppcoal_fixture, veth)" \
+	"  recycle   no: mlx5_core declares its NAPI (page_pool_params.napi): the kernel itself recycles its pages directly" \
 	"  virtio    no: not a virtio_net interface" \
 	"veth0: veth" \
 	"  coalesce  can act: veth's receive skbs are page-pool skbs only with an XDP program attached (skbs are copied into pool pages); 1 packet socket can clone them" \
 	"  recycle   can act: audited driver (veth:veth_poll)" \
 	"veth1: veth" \
+	"vmx0: vmxnet3" \
+	"  recycle   no: vmxnet3 is not an audited driver: not audited yet (audited: ppcoal_fixture, veth)" \
 	"packet sockets open: 2 (this network namespace; coalesce acts only on the clones such sockets make of page-pool skbs)" \
 	"  coalesce: on, 75.0% of cloned page-pool skbs coalesced (300 of 400 in 2 s)" \
 	"  recycle: on, 97.0% of page-pool pages recycled directly (4850 of 5000 in 2 s; ring 150, the kernel's own direct 0)" \
@@ -465,12 +468,21 @@ done
 status "$B" "$T/o" "$T/e" --json
 [ "$rc" = 1 ] || bad "--json: exit $rc, not 1"
 r=$(json "$T/o" 'd["exit"] == 1' 'd["paths"]["virtio"]["running"] is False' 'd["paths"]["recycle"]["running"] is True' \
-	'[i["name"] for i in d["interfaces"]] == ["eth0", "veth0", "veth1"]' \
+	'[i["name"] for i in d["interfaces"]] == ["eth0", "veth0", "veth1", "vmx0"]' \
 	'd["interfaces"][1]["paths"]["recycle"]["can_act"] is True' 'd["interfaces"][0]["paths"]["recycle"]["can_act"] is False' \
 	'd["interfaces"][0]["module"] == "mlx5_core"' 'd["packet_sockets"] == 2' 'd["interfaces"][0]["packet_sockets"] == 1' \
 	'd["deltas"]["recycle.direct"] == 4850' 'd["module"]["hook_calls"] == "direct"' \
 	'd["paths"]["virtio"]["state"].startswith("unavailable: ")')
 [ -z "$r" ] || bad "$r"
+# a kernel on which veth's audit is not verified (the module's
+# recycle.audited_off): veth is named, with the reason, and cannot act
+for f in stats.before stats.after; do
+	sed -i 's/^recycle.audited_off: none$/recycle.audited_off: veth (its audit is not verified for Debian 6.12.200-1)/' "$B/$f"
+done
+status "$B" "$T/o" "$T/e"
+has "$T/o" "  recycle   no: veth is audited, but not on this kernel: its audit is not verified for Debian 6.12.200-1" ||
+	bad "veth's audit off: no line naming it"
+has "$T/o" "  recycle   can act" && bad "veth's audit off, yet recycle can act on an interface"
 report status-pagepool
 
 # C: a Debian 12 host with an e1000e NIC alone: virtio waits for
@@ -497,7 +509,7 @@ status "$C" "$T/o" "$T/e"
 [ "$rc" = 0 ] || bad "exit $rc, not 0 (waiting counts as running)"
 for l in "eno1: e1000e" \
 	"  coalesce  no: e1000e creates no page pool on Debian 6.1: its skbs are no page-pool skbs" \
-	"  recycle   no: e1000e is not an audited driver (audited: ppcoal_fixture, veth)" \
+	"  recycle   no: e1000e creates no page pool on Debian 6.1: nothing to recycle" \
 	"packet sockets open: 2 (this network namespace; coalesce acts only on the clones such sockets make of page-pool skbs)" \
 	"  coalesce: on, no page-pool driver's interface here: nothing to coalesce" \
 	"  recycle: observe, no audited driver on this machine" \
@@ -546,6 +558,7 @@ run "$T/o" "$T/e" env PATH="$FAKEPATH" PPCOAL_SYSFS="$N/sys" PPCOAL_PROC="$N/pro
 has "$T/e" "ppcoal: ppcoal is not loaded: load it with: modprobe ppcoal" || bad "not loaded: stderr: $(cat "$T/e")"
 has "$T/o" "ppcoal $VERSION, on 6.1.0-57-cloud-amd64: module not loaded" || bad "not loaded: no first line"
 has "$T/o" "  virtio    can act: virtio_net: its receive path calls build_skb" || bad "not loaded: ens3 not assessed"
+has "$T/o" "  recycle   no: virtio_net creates no page pool on Debian 6.1: nothing to recycle" || bad "not loaded: ens3's recycle verdict"
 run "$T/o" "$T/e" env PATH="$FAKEPATH" PPCOAL_SYSFS="$N/sys" PPCOAL_PROC="$N/proc" "$S/ppcoal" status --json
 r=$(json "$T/o" 'd["exit"] == 2' 'd["module"]["loaded"] is False' 'd["paths"] == {}' \
 	'd["error"] == "ppcoal is not loaded: load it with: modprobe ppcoal"' 'd["interfaces"][0]["name"] == "ens3"')

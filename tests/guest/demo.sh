@@ -14,6 +14,14 @@ insmod /ko/ppcoal.ko coalesce=off recycle=off virtio=off ||
 	{ echo "insmod ppcoal failed"; echo DEMO-END; exit 0; }
 net_up >/dev/null 2>&1 || { echo "virtio network setup failed"; echo DEMO-END; exit 0; }
 fixture_up frag_pool=0 linear=0 || { echo "fixture setup failed"; echo DEMO-END; exit 0; }
+# The fixture is a test driver: a packaged ppcoal (dkms) does not list it
+# among the audited drivers. The demo adds it, an expert's knob that
+# taints the kernel (this VM's), so that recycle acts on the fixture's pool.
+case "$(val recycle.audited_drivers)" in
+*ppcoal_fixture:*) ;;
+*) echo ppcoal_fixture >$P/recycle_drivers &&
+	echo "recycle: the test fixture is added to the audited drivers for the demo (recycle_drivers=ppcoal_fixture, which taints this VM's kernel)" ;;
+esac
 blackhole_up ppf0 ppf1 $BLACKHOLE
 # pm N D: N per mille of D, "-" when D is 0 (ppcoal unhooked: off)
 pm() { if [ "$2" -gt 0 ]; then permille "$1" "$2"; else echo -; fi; }

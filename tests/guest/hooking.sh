@@ -298,11 +298,31 @@ t_bad_input() {
 	cleanup
 }
 
+# With direct calls (issue 36.7): a failed register_ftrace_direct_multi()
+# (6.1) frees what a listed ftrace_ops may still read, and a failed
+# register_ftrace_direct() (6.12) clears the callback a CPU may be about to
+# call (ppcoal_direct.c), so ppcoal must refuse the held function before it
+# calls either; the conflict module's kprobe counts its calls (the count
+# above 0 shows it counts: recycle's and virtio's direct hooks register).
 t_conflict() {
 	begin conflict
-	insmod /ko/ppcoal_conflict.ko || bad "insmod ppcoal_conflict"
+	cnt=""
+	if [ "$PPC_LOAD_DIRECT" = 1 ]; then
+		case $(uname -r) in
+		6.1.*) cnt=register_ftrace_direct_multi ;;
+		*) cnt=register_ftrace_direct ;;
+		esac
+	fi
+	insmod /ko/ppcoal_conflict.ko ${cnt:+count=$cnt} || bad "insmod ppcoal_conflict"
+	CN=/sys/module/ppcoal_conflict/parameters/counted
 	ppcoal_load mode=observe || bad "insmod ppcoal despite the conflict"
 	hook_calls_ok
+	if [ -n "$cnt" ]; then
+		gt "$(cat $CN)" 0 "$cnt calls counted (recycle's and virtio's direct hooks)"
+		c0=$(cat $CN)
+		echo observe >$P/coalesce 2>/dev/null && bad "coalesce=observe accepted while unavailable"
+		eq "$(($(cat $CN) - c0))" 0 "coalesce refused before $cnt()"
+	fi
 	case "$(val coalesce.state)" in
 	"unavailable: skb_try_coalesce is already modified by "*"IPMODIFY user (a livepatch?)"*) ;;
 	*) bad "coalesce.state: $(val coalesce.state)" ;;

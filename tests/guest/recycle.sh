@@ -140,6 +140,53 @@ t_recycle_context() {
 	cleanup
 }
 
+# The backlog NAPI of each CPU (process_backlog(), polled by __napi_poll()
+# like a driver's) has no device. The microbenchmark module's frames
+# through the backlog each take a page of its pool and free it inside that
+# poll (.../backlog):
+#  - a pool met in a poll not of its device takes no slot and asks for no
+#    learning (issue 36.8): the backlog's frees arm nothing;
+#  - a pool that allocates inside the backlog's poll while the learner is
+#    armed for it is judged by the poll's driver first, never through a
+#    napi->dev it lacks (issue 36.1: a NULL pointer dereference before).
+#    The pool is asked for by a free in its own NAPI's poll (one
+#    poll_recycle), and the backlog's frames come once the learner is
+#    armed; should the pool's own poll have allocated first (a verdict
+#    already), recycle starts again from nothing (off, then on).
+t_recycle_backlog() {
+	begin recycle-backlog
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	insmod /ko/ppcoal_microbench.ko || bad "insmod ppcoal_microbench"
+	MBD=/sys/kernel/debug/ppcoal_microbench
+	"$IP" link set lo up
+	snap /tmp/a
+	echo 50 >$MBD/backlog || bad "frames through the backlog"
+	snap /tmp/b
+	gt "$(delta recycle.deny_owner_unknown /tmp/a /tmp/b)" 40 "the pool met inside the backlog's poll, its owner unknown"
+	eq "$(delta recycle.learn_armed /tmp/a /tmp/b)/$(val recycle.tracked_unknown)" 0/0 "a pool met in a poll not of its device: no slot, no learning"
+	eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "no direct put"
+	check_sums /tmp/a /tmp/b
+	try=0 ok=0
+	while [ $try -lt 5 ] && [ $ok = 0 ]; do
+		try=$((try + 1))
+		echo off >$P/recycle && echo on >$P/recycle || { bad "recycle off, on"; break; }
+		snap /tmp/c
+		echo "poll_recycle 1" >$MBD/run 2>/dev/null
+		i=0
+		while [ "$(val recycle.learning)" != armed ] && [ $i -lt 20 ]; do sleep 0.05; i=$((i + 1)); done
+		[ "$(val recycle.learning)" = armed ] && [ "$(val recycle.tracked_not_eligible)" = 0 ] || continue
+		echo 25 >$MBD/backlog || { bad "frames through the backlog, learner armed"; break; }
+		snap /tmp/d
+		[ "$(delta recycle.pools_not_eligible /tmp/c /tmp/d)" -gt 0 ] && ok=1
+	done
+	eq $ok 1 "in $try tries: the pool allocating inside the backlog's poll, learner armed, judged not eligible"
+	eq "$(delta recycle.direct /tmp/c /tmp/d)" 0 "no direct put"
+	echo "METRIC $(uname -r) recycle-backlog tries=$try unknown=$(delta recycle.deny_owner_unknown /tmp/a /tmp/b) not_eligible=$(delta recycle.pools_not_eligible /tmp/c /tmp/d)"
+	rmmod ppcoal_microbench || bad "rmmod ppcoal_microbench"
+	end
+	cleanup
+}
+
 # Teardown under traffic: fixture removal, pool re-creation and ppcoal
 # unload while the flood runs; no owner entry outlives its pool.
 t_recycle_teardown() {

@@ -30,10 +30,16 @@
  * page_pool statistics); .../teardown keeps the verdict of every pool teardown: "drained" or
  * "LEAK". Test-only code: it reads page_pool internals to count.
  *
- *   extra_pools N more pools for ppf1 (0..512), used in turn with its own
+ *   extra_pools N more pools for ppf1 (0..1024), used in turn with its own
  *              by ppf1's poll: many pools owned by one NAPI, to load
  *              ppcoal's owner table. Drained and destroyed with the pair
  *              ("extra pools drained" or "pool LEAK" in dmesg).
+ *   foreign_extra 1: the extra pools are created for ppf0's device (not
+ *              with dma=1): pools of another device that ppf1's poll
+ *              allocates from, as a second driver's would be; never
+ *              ppf1's own.
+ *   skip_own   1: ppf1's poll allocates from its extra pools alone, and
+ *              its own pool waits (writable at any time).
  *
  *   dma        the pools map their pages for DMA (PP_FLAG_DMA_MAP |
  *              PP_FLAG_DMA_SYNC_DEV, from the device) on QEMU's edu PCI
@@ -113,7 +119,13 @@ static bool pp_napi;
 module_param(pp_napi, bool, 0644);
 static unsigned int extra_pools;
 module_param(extra_pools, uint, 0444);
-#define PPF_EXTRA_MAX 512
+#define PPF_EXTRA_MAX 1024
+static bool foreign_extra;
+module_param(foreign_extra, bool, 0444);
+MODULE_PARM_DESC(foreign_extra, "the extra pools are ppf0's device's (not with dma=1)");
+static bool skip_own;
+module_param(skip_own, bool, 0644);
+MODULE_PARM_DESC(skip_own, "ppf1 allocates from its extra pools alone");
 MODULE_PARM_DESC(pp_napi, "6.12: register the NAPI with the pool (page_pool_params.napi)");
 static bool gro = true;
 module_param(gro, bool, 0644);
@@ -202,6 +214,8 @@ static struct page *ppf_pool_buf(struct ppf_priv *priv, unsigned int *off,
 
 	if (priv->xp.n) {
 		/* one allocator at a time: the poll, or under ring_lock */
+		if (!priv->next && READ_ONCE(skip_own))
+			priv->next = 1;
 		if (priv->next)
 			pool = priv->xp.pool[priv->next - 1];
 		priv->next = (priv->next + 1) % (priv->xp.n + 1);
@@ -618,6 +632,11 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 		err = PTR_ERR(priv->pool);
 		goto free;
 	}
+	if (i && foreign_extra) {
+		/* ppf0's pools, as far as the pool can tell (not mapped) */
+		pp.dev = &ppf_dev[0]->dev;
+		pp.flags &= ~(PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV);
+	}
 	err = i ? ppf_extra_create(&priv->xp, &pp) : 0;
 	if (err)
 		goto pool;
@@ -714,6 +733,11 @@ static int ppf_create_pair(void)
 		 * work item fills from process context: the driver bug itself
 		 */
 		pr_err("refill=1 with pp_napi=1: a pool filled from process context cannot name its NAPI; set one of them to 0\n");
+		return -EINVAL;
+	}
+	if (want_dma && foreign_extra) {
+		/* the poll syncs every buffer for the CPU: not an unmapped one */
+		pr_err("foreign_extra=1 with dma=1: the foreign pools are not DMA-mapped; set one of them to 0\n");
 		return -EINVAL;
 	}
 	if (want_dma && ppf_pdev) {

@@ -102,6 +102,20 @@
  *   directly; the runner checks it did). A chunk in which a poll did not
  *   run at once (6.1 defers softirqs to a runnable ksoftirqd) is not
  *   timed; too many such chunks fail the run.
+ * poll_recycle_irqoff: poll_recycle with interrupts disabled around the
+ *   free, as netconsole's netpoll frees skbs nested in a poll: not a
+ *   timing, the test of ppcoal's rule that such a free is never direct.
+ *
+ * Not a timing: write N (1..1000) to .../backlog to hand N frames, 20 ms
+ * apart, to the backlog NAPI of the writing CPU (netif_rx() on the
+ * loopback device, which must be up, with the ethertype of local
+ * experiments). A packet handler, run for each frame in that NAPI's
+ * poll (process_backlog(), a NAPI with no device), takes a page of the
+ * pool and frees it through the skb page free, as call_recycle. With
+ * ppcoal's recycle=on the first free inside that poll asks for the pool's
+ * owner to be learned, and the allocations after it meet ppcoal's
+ * allocation probe inside the backlog's poll. The write fails with -EIO
+ * when a frame was not handled or a page is left out of the pool.
  *
  * Limits: TCG nanoseconds are not hardware nanoseconds (compare ratios and
  * differences, interleaved); no cache effects are emulated; a pair only
@@ -112,6 +126,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/etherdevice.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
@@ -168,6 +183,7 @@ struct ppmb_run {
 	/* poll_*: polls run; chunks not timed (see ppmb_poll_loop()) */
 	u32 polls;
 	bool poll_page;
+	bool poll_irqoff;	/* the page freed with interrupts disabled */
 	bool discard;
 	u32 discarded;
 };
@@ -448,7 +464,9 @@ static void ppmb_coalesce_teardown(struct ppmb_run *r)
 static int ppmb_poll(struct napi_struct *napi, int budget)
 {
 	struct ppmb_run *r = READ_ONCE(ppmb_poll_run);
+	unsigned long flags = 0;
 	struct page *page;
+	bool freed;
 	int work = 0;
 
 	if (r) {
@@ -457,7 +475,14 @@ static int ppmb_poll(struct napi_struct *napi, int budget)
 			page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
 			if (unlikely(!page)) {
 				r->err = -ENOMEM;
-			} else if (unlikely(!ppmb_skb_page_free(page))) {
+				goto out;
+			}
+			if (r->poll_irqoff)
+				local_irq_save(flags);
+			freed = ppmb_skb_page_free(page);
+			if (r->poll_irqoff)
+				local_irq_restore(flags);
+			if (unlikely(!freed)) {
 				page_pool_put_full_page(ppmb_pool, page, false);
 				r->err = -EIO;
 			} else {
@@ -465,13 +490,15 @@ static int ppmb_poll(struct napi_struct *napi, int budget)
 			}
 		}
 	}
+out:
 	napi_complete_done(napi, work);
 	return work;
 }
 
 static int ppmb_poll_setup(struct ppmb_run *r)
 {
-	r->poll_page = !strcmp(r->op->name, "poll_recycle");
+	r->poll_irqoff = !strcmp(r->op->name, "poll_recycle_irqoff");
+	r->poll_page = r->poll_irqoff || !strcmp(r->op->name, "poll_recycle");
 	WRITE_ONCE(ppmb_poll_run, r);
 	return 0;
 }
@@ -538,6 +565,9 @@ static const struct ppmb_op ppmb_ops[] = {
 	  .loop = ppmb_poll_loop, .teardown = ppmb_poll_teardown },
 	{ .name = "poll_recycle", .pool = true, .setup = ppmb_poll_setup,
 	  .loop = ppmb_poll_loop, .teardown = ppmb_poll_teardown },
+	{ .name = "poll_recycle_irqoff", .pool = true,
+	  .setup = ppmb_poll_setup, .loop = ppmb_poll_loop,
+	  .teardown = ppmb_poll_teardown },
 };
 
 /* Are all pages of the pool back in it? pr_err "pool LEAK" if not. */
@@ -552,6 +582,84 @@ static int ppmb_pool_check(const char *what)
 	       what, c.inflight, c.hold, c.release, c.cached, c.ring);
 	return -EIO;
 }
+
+/* backlog: the pool's consumer is this handler alone, on one CPU at a time. */
+static DEFINE_SPINLOCK(ppmb_backlog_lock);
+static atomic_t ppmb_backlog_seen;
+
+static int ppmb_backlog_rcv(struct sk_buff *skb, struct net_device *dev,
+			    struct packet_type *pt,
+			    struct net_device *orig_dev)
+{
+	struct page *page;
+
+	spin_lock(&ppmb_backlog_lock);
+	page = page_pool_alloc_pages(ppmb_pool, GFP_ATOMIC);
+	if (page && !ppmb_skb_page_free(page))
+		page_pool_put_full_page(ppmb_pool, page, false);
+	spin_unlock(&ppmb_backlog_lock);
+	if (page)
+		atomic_inc(&ppmb_backlog_seen);
+	consume_skb(skb);
+	return NET_RX_SUCCESS;
+}
+
+static struct packet_type ppmb_backlog_pt = {
+	.type = cpu_to_be16(ETH_P_802_EX1),
+	.func = ppmb_backlog_rcv,
+};
+
+static ssize_t ppmb_backlog_write(struct file *file, const char __user *ubuf,
+				  size_t len, loff_t *ppos)
+{
+	struct net_device *lo = init_net.loopback_dev;
+	struct sk_buff *skb;
+	u32 n, i;
+	int ret;
+
+	ret = kstrtou32_from_user(ubuf, len, 10, &n);
+	if (ret)
+		return ret;
+	if (!n || n > 1000)
+		return -EINVAL;
+	if (!netif_running(lo))
+		return -ENETDOWN;
+	ret = mutex_lock_interruptible(&ppmb_lock);
+	if (ret)
+		return ret;
+	atomic_set(&ppmb_backlog_seen, 0);
+	dev_add_pack(&ppmb_backlog_pt);
+	for (i = 0; i < n; i++) {
+		skb = alloc_skb(ETH_ZLEN, GFP_KERNEL);
+		if (!skb) {
+			ret = -ENOMEM;
+			break;
+		}
+		skb_put_zero(skb, ETH_ZLEN);
+		skb_reset_mac_header(skb);
+		skb->dev = lo;
+		skb->protocol = ppmb_backlog_pt.type;
+		/* polled at once: netif_rx() enables bottom halves again */
+		netif_rx(skb);
+		msleep(20);
+	}
+	/* returns once no CPU runs the handler (synchronize_net()) */
+	dev_remove_pack(&ppmb_backlog_pt);
+	if (!ret && atomic_read(&ppmb_backlog_seen) != i) {
+		pr_err("backlog: %d of %u frames handled\n",
+		       atomic_read(&ppmb_backlog_seen), i);
+		ret = -EIO;
+	}
+	if (ppmb_pool_check("backlog") && !ret)
+		ret = -EIO;
+	mutex_unlock(&ppmb_lock);
+	return ret ? ret : len;
+}
+
+static const struct file_operations ppmb_backlog_fops = {
+	.owner = THIS_MODULE,
+	.write = ppmb_backlog_write,
+};
 
 /* The insncount plugin's marker no-op (tests/plugin/insncount.c). */
 static void ppmb_mark(void)
@@ -730,6 +838,8 @@ static int __init ppmb_init(void)
 	local_bh_enable();
 	ppmb_dir = debugfs_create_dir("ppcoal_microbench", NULL);
 	debugfs_create_file("run", 0600, ppmb_dir, NULL, &ppmb_run_fops);
+	debugfs_create_file("backlog", 0200, ppmb_dir, NULL,
+			    &ppmb_backlog_fops);
 	return 0;
 }
 
