@@ -67,6 +67,21 @@ PPC_AUDITED_TEST(ppcoal_fixture, ppf_poll,
 /* 6.12 family only: 6.1's veth creates no page pool */
 PPC_AUDITED(veth, veth_poll,
 	    "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
+/*
+ * vmxnet3 (6.12: its pools serve only with an XDP program attached,
+ * vmxnet3_drv.c:2165-2167, 678): each RX queue's NAPI in MSI-X mode, or
+ * one NAPI for every queue in INTx/MSI mode. Allocations in the poll
+ * (vmxnet3_xdp.c:345, 417) or in vmxnet3_rq_init() before napi_enable()
+ * (vmxnet3_drv.c:2195-2204, 3167, 3223); pools destroyed in
+ * vmxnet3_rq_cleanup() (2067) after napi_disable() (quiesce 3266-3272;
+ * resume 4557 after suspend's 4425; XDP set-up and ring resize quiesce
+ * first, vmxnet3_xdp.c:66, vmxnet3_ethtool.c:781); napi_complete_done()
+ * last in both polls (2376-2377, 2407-2408). Lines of 6.12.118.
+ */
+PPC_AUDITED(vmxnet3, vmxnet3_poll_rx_only,
+	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2404-2408,3223,3266-3272 xdp.c:345,417")
+PPC_AUDITED(vmxnet3, vmxnet3_poll,
+	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2360-2377,3223,3266-3272 xdp.c:345,417")
 #endif
 #endif
 

@@ -383,3 +383,113 @@ t_recycle_veth_xdp() {
 	end
 	cleanup
 }
+
+# A real page-pool driver (issue 36): QEMU's vmxnet3, two NICs on a hub of
+# their own (the vmxnet3 boots), vb moved to netns peer. vmxnet3's pools
+# serve only with an XDP program in driver mode (vmxnet3_drv.c:2165-2167 of
+# 6.12.118). 6.1: no page pool, nothing to do and no error. 6.12: XDP_PASS
+# on both ends, floods both ways into a blackhole neighbour (dropped in the
+# receiver's poll): recycle=on puts vmxnet3's pages straight into its pools
+# (its audited rows, pinned); removing XDP and taking a device down
+# destroy its pools, and ppcoal forgets their owners (no entry left).
+vmx_ifaces() {
+	for d in /sys/class/net/*; do
+		[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = vmxnet3 ] && basename "$d"
+	done
+}
+# vmx_flood FROM_NS ADDR SECS: a drop flood from netns FROM_NS ("" or peer)
+vmx_flood() {
+	if [ -n "$1" ]; then "$IP" netns exec "$1" udpflood "$2" 9 "$3" 64 >/dev/null; else udpflood "$2" 9 "$3" 64 >/dev/null; fi
+}
+t_recycle_vmxnet3() {
+	begin recycle-vmxnet3
+	set -- $(vmx_ifaces)
+	if [ $# != 2 ]; then
+		bad "two vmxnet3 interfaces expected, found: $*"
+		end
+		return
+	fi
+	va=$1 vb=$2
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	"$IP" link set "$vb" netns peer || bad "$vb to netns peer"
+	"$IP" addr add 198.21.0.1/24 dev "$va"
+	"$IP" link set "$va" up
+	"$IP" -n peer addr add 198.21.0.2/24 dev "$vb"
+	"$IP" -n peer link set "$vb" up
+	i=0
+	while ! ping -c 1 -W 1 198.21.0.2 >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 20 ] || { bad "no ping over vmxnet3"; break; }
+	done
+	# the blackholes: an unassigned address of each side's subnet, at the
+	# other side's MAC (IP forwarding is off: dropped in the receiver's poll)
+	blackhole_up "$va" "$vb" 198.21.0.77
+	"$IP" -n peer neigh replace 198.21.0.78 lladdr "$(cat /sys/class/net/$va/address)" dev "$vb" nud permanent
+	if on_61; then
+		snap /tmp/a
+		vmx_flood "" 198.21.0.77 2
+		vmx_flood peer 198.21.0.78 2
+		snap /tmp/b
+		eq "$(delta recycle.calls /tmp/a /tmp/b)" 0 "6.1: vmxnet3 has no page pool, no page-pool page freed"
+		end
+		cleanup
+		return
+	fi
+	"$IP" netns exec peer xdppass "$vb" >/tmp/xdpb.out 2>&1 &
+	xb=$!
+	xdppass "$va" >/tmp/xdpa.out 2>&1 &
+	xa=$!
+	sleep 2
+	grep -q attached /tmp/xdpb.out || bad "xdppass $vb: $(cat /tmp/xdpb.out)"
+	grep -q attached /tmp/xdpa.out || bad "xdppass $va: $(cat /tmp/xdpa.out)"
+	# the link comes back after XDP's quiesce and re-activation
+	i=0
+	while ! ping -c 1 -W 1 198.21.0.2 >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 20 ] || { bad "no ping over vmxnet3 with XDP attached"; break; }
+	done
+	k=0
+	for dir in "to-peer  198.21.0.77" "from-peer peer 198.21.0.78"; do
+		set -- $dir
+		name=$1
+		shift
+		[ $# = 2 ] || set -- "" "$1"
+		# one more pool known at least: the receiving side's (its queues')
+		k=$((k + 1))
+		i=0
+		while [ "$(val recycle.tracked_known)" -lt $k ] && [ $i -lt 15 ]; do
+			vmx_flood "$1" "$2" 1
+			i=$((i + 1))
+		done
+		snap /tmp/a
+		vmx_flood "$1" "$2" 2
+		sleep 0.3
+		snap /tmp/b
+		pm=$(direct_pm /tmp/a /tmp/b)
+		echo "METRIC $(uname -r) recycle-vmxnet3 $name direct_pm=$pm direct=$(delta recycle.direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b) not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
+		gt "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 200 "$name: vmxnet3 page-pool pages on the recycle path"
+		gt "$pm" 900 "$name: ppcoal recycles vmxnet3's pool directly (per mille)"
+		check_sums /tmp/a /tmp/b
+	done
+	known=$(val recycle.tracked_known)
+	[ "$known" -ge 2 ] || bad "both sides' pools known ($known)"
+	# XDP removed from va: its pools are destroyed (quiesce), their owners
+	# forgotten; the device down (peer): the same for vb's
+	snap /tmp/a
+	kill $xa
+	wait $xa
+	sleep 1
+	snap /tmp/b
+	gt "$(delta recycle.owners_forgotten_destroy /tmp/a /tmp/b)" 0 "XDP removed from $va: its pools destroyed, their owners forgotten"
+	"$IP" -n peer link set "$vb" down
+	sleep 1
+	snap /tmp/c
+	gt "$(delta recycle.owners_forgotten_destroy /tmp/b /tmp/c)" 0 "$vb down: its pools destroyed, their owners forgotten"
+	eq "$(val recycle.tracked_known)/$(val recycle.tracked_unknown)" 0/0 "no owner entry left"
+	kill $xb
+	wait $xb
+	! dmesg | grep -q "stalled pool shutdown" || bad "a vmxnet3 pool did not drain"
+	"$IP" -n peer link set "$vb" netns 1 2>/dev/null
+	end
+	cleanup
+}
