@@ -69,14 +69,23 @@ PPC_AUDITED(veth, veth_poll,
 	    "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
 /*
  * vmxnet3 (6.12: its pools serve only with an XDP program attached,
- * vmxnet3_drv.c:2165-2167, 678): each RX queue's NAPI in MSI-X mode, or
- * one NAPI for every queue in INTx/MSI mode. Allocations in the poll
- * (vmxnet3_xdp.c:345, 417) or in vmxnet3_rq_init() before napi_enable()
- * (vmxnet3_drv.c:2195-2204, 3167, 3223); pools destroyed in
- * vmxnet3_rq_cleanup() (2067) after napi_disable() (quiesce 3266-3272;
- * resume 4557 after suspend's 4425; XDP set-up and ring resize quiesce
- * first, vmxnet3_xdp.c:66, vmxnet3_ethtool.c:781); napi_complete_done()
- * last in both polls (2376-2377, 2407-2408). Lines of 6.12.118.
+ * vmxnet3_drv.c:2165-2167, 678): each RX queue's NAPI in MSI-X mode
+ * (vmxnet3_poll_rx_only(), its own queue, 2390-2391), or rq[0]'s for the
+ * single RX queue INTx/MSI force (vmxnet3_poll(); 2625, 2630, 3894, 3901;
+ * probe 4252-4262). Allocations in the poll (vmxnet3_xdp.c:345, 417) or
+ * in vmxnet3_rq_init() before napi_enable() (2195-2204, 3167, 3223);
+ * pools destroyed in vmxnet3_rq_cleanup() (2067) after napi_disable()
+ * (quiesce 3266-3272; resume 4557 after suspend's 4425; XDP set-up, ring
+ * resize, MTU change, reset and close quiesce first, vmxnet3_xdp.c:66,
+ * vmxnet3_ethtool.c:781, 3646, 3949, 3597); napi_complete_done() last
+ * in both polls (2376-2377, 2407-2408). The driver's own cache puts:
+ * in the owning queue's poll (vmxnet3_xdp.c:282-320), or in
+ * vmxnet3_rq_cleanup() (2039) with every NAPI disabled. XDP_TX frames,
+ * sent on a queue chosen by CPU (vmxnet3_xdp.c:19-34), complete in
+ * another poll or in hardirq through xdp_return_frame_bulk() (415, 488),
+ * which puts into the ring for a pool without .napi (net/core/xdp.c:511,
+ * page_pool.c:953-960). Lines of 6.12.118 (6.12.95: -10 after 1553);
+ * every function named here is pinned (verified-functions.tsv).
  */
 PPC_AUDITED(vmxnet3, vmxnet3_poll_rx_only,
 	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2404-2408,3223,3266-3272 xdp.c:345,417")

@@ -411,6 +411,7 @@ t_recycle_vmxnet3() {
 	fi
 	va=$1 vb=$2
 	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	[ "$(val recycle.calls)" != MISSING ] || bad "no recycle.calls in the stats"
 	"$IP" link set "$vb" netns peer || bad "$vb to netns peer"
 	"$IP" addr add 198.21.0.1/24 dev "$va"
 	"$IP" link set "$va" up
@@ -435,10 +436,26 @@ t_recycle_vmxnet3() {
 		gt $(($(peer_rx "$vb") - rb)) 1000 "6.1: the flood reached $vb"
 		gt $(($(cat /sys/class/net/$va/statistics/rx_packets) - ra)) 1000 "6.1: the flood reached $va"
 		eq "$(delta recycle.calls /tmp/a /tmp/b)" 0 "6.1: vmxnet3 has no page pool, no page-pool page freed"
+		"$IP" -n peer link set "$vb" netns 1 2>/dev/null
 		end
 		cleanup
 		return
 	fi
+	# the interrupt mode decides the poll (6.12.118 vmxnet3_drv.c:4252-4262):
+	# MSI-X (ppcoal.vmxintr=3, the default) vmxnet3_poll_rx_only per RX
+	# queue, INTx (1, the boot with pci=nomsi) vmxnet3_poll; both rows live
+	want=$(karg vmxintr 3)
+	poll=vmxnet3_poll_rx_only
+	[ "$want" = 3 ] || poll=vmxnet3_poll
+	for d in "$va" "$vb"; do
+		dmesg | grep -q "$d: intr type $want," || bad "$d: not in interrupt mode $want: $(dmesg | grep "intr type" | tr '\n' ' ')"
+	done
+	case ",$(val recycle.audited_drivers | tr -d ' ')," in
+	*",vmxnet3:vmxnet3_poll_rx_only,"*",vmxnet3:vmxnet3_poll,"*) ;;
+	*) bad "vmxnet3's rows not listed: $(val recycle.audited_drivers)" ;;
+	esac
+	case "$(val recycle.audited_off)" in *vmxnet3*) bad "vmxnet3's rows off: $(val recycle.audited_off)" ;; esac
+	echo "  vmxnet3 in interrupt mode $want: $poll polls"
 	"$IP" netns exec peer xdppass "$vb" >/tmp/xdpb.out 2>&1 &
 	xb=$!
 	xdppass "$va" >/tmp/xdpa.out 2>&1 &
@@ -470,9 +487,10 @@ t_recycle_vmxnet3() {
 		sleep 0.3
 		snap /tmp/b
 		pm=$(direct_pm /tmp/a /tmp/b)
-		echo "METRIC $(uname -r) recycle-vmxnet3 $name direct_pm=$pm direct=$(delta recycle.direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b) not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
+		echo "METRIC $(uname -r) recycle-vmxnet3 intr=$want $name direct_pm=$pm direct=$(delta recycle.direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b) not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
 		gt "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 200 "$name: vmxnet3 page-pool pages on the recycle path"
-		gt "$pm" 900 "$name: ppcoal recycles vmxnet3's pool directly (per mille)"
+		gt "$pm" 900 "$name: ppcoal recycles vmxnet3's pool directly ($poll, per mille)"
+		eq "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)/$(val recycle.tracked_not_eligible /tmp/b)" 0/0 "$name: no vmxnet3 pool judged not eligible"
 		check_sums /tmp/a /tmp/b
 	done
 	known=$(val recycle.tracked_known)
