@@ -91,6 +91,30 @@ PPC_AUDITED(vmxnet3, vmxnet3_poll_rx_only,
 	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2404-2408,3223,3266-3272 xdp.c:345,417")
 PPC_AUDITED(vmxnet3, vmxnet3_poll,
 	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2360-2377,3223,3266-3272 xdp.c:345,417")
+#else
+/*
+ * bnxt_en on 6.1, P5 chips only (bnxt_init_napi(): bnxt_poll_p5 with
+ * MSI-X; older chips and INTx poll with bnxt_poll, not audited, whose
+ * rings bnxt_rx_ring_reset() refills from bnxt_sp_task() while the NAPI
+ * runs, bnxt.c:11857-11863, reached only through the non-P5 branch of
+ * bnxt_sched_reset_rxr(), 319-322). A pool per RX ring, of the PCI device
+ * (3284), drawn from only in page mode, with XDP attached (808, 880;
+ * bnxt_xdp.c:424). Allocations in the poll (1025, 1059, 1171;
+ * bnxt_xdp.c:304) or from bnxt_init_rx_rings() before bnxt_enable_napi()
+ * (3714, 3728; __bnxt_open_nic() 10582, 10588). The ring's XDP_TX
+ * completions share its bnxt_napi (4664-4697) and put directly in that
+ * poll (bnxt_xdp.c:159 from 2643); the driver's other direct puts are in
+ * the poll (1035, 1073; bnxt_xdp.c:212, 313) or with the NAPI disabled,
+ * where 6.1 page_pool puts into the ring outside softirq (3020, 3047).
+ * Pools destroyed in bnxt_free_rx_rings() (3263) from __bnxt_close_nic()
+ * after bnxt_disable_napi() (10782, 10795), which XDP set-up, MTU and
+ * ring changes and resets go through. napi_complete_done() after every
+ * free of the poll (2854-2856). Lines of 6.1.192, every function named
+ * here pinned (verified-functions.tsv); not tested on hardware (QEMU has
+ * no bnxt): the audit was read twice, independently.
+ */
+PPC_AUDITED(bnxt_en, bnxt_poll_p5,
+	    "6.1 bnxt.c:319-322,1025,1059,1171,2643,2854-2856,3263,3714,10582-10795 xdp.c:159,304")
 #endif
 #endif
 

@@ -450,10 +450,12 @@ t_recycle_vmxnet3() {
 	for d in "$va" "$vb"; do
 		dmesg | grep -q "$d: intr type $want," || bad "$d: not in interrupt mode $want: $(dmesg | grep "intr type" | tr '\n' ' ')"
 	done
-	case ",$(val recycle.audited_drivers | tr -d ' ')," in
-	*",vmxnet3:vmxnet3_poll_rx_only,"*",vmxnet3:vmxnet3_poll,"*) ;;
-	*) bad "vmxnet3's rows not listed: $(val recycle.audited_drivers)" ;;
-	esac
+	for r in vmxnet3_poll_rx_only vmxnet3_poll; do
+		case ",$(val recycle.audited_drivers | tr -d ' ')," in
+		*",vmxnet3:$r,"*) ;;
+		*) bad "vmxnet3's row $r not listed: $(val recycle.audited_drivers)" ;;
+		esac
+	done
 	case "$(val recycle.audited_off)" in *vmxnet3*) bad "vmxnet3's rows off: $(val recycle.audited_off)" ;; esac
 	echo "  vmxnet3 in interrupt mode $want: $poll polls"
 	"$IP" netns exec peer xdppass "$vb" >/tmp/xdpb.out 2>&1 &
@@ -499,9 +501,9 @@ t_recycle_vmxnet3() {
 	# forgotten; the device down (peer): the same for vb's. Every pool
 	# must drain: page_pool's release tracepoint at each destroy attempt,
 	# the last one of each pool with no page in flight.
-	T=/sys/kernel/tracing
-	echo >$T/trace
-	echo 1 >$T/events/page_pool/page_pool_release/enable || bad "page_pool_release tracepoint"
+	TR=/sys/kernel/tracing
+	echo >$TR/trace
+	echo 1 >$TR/events/page_pool/page_pool_release/enable || bad "page_pool_release tracepoint"
 	snap /tmp/a
 	kill $xa
 	wait $xa
@@ -516,8 +518,8 @@ t_recycle_vmxnet3() {
 	kill $xb
 	wait $xb
 	sleep 1
-	echo 0 >$T/events/page_pool/page_pool_release/enable
-	grep 'page_pool_release:' $T/trace | sed 's/.*page_pool=\([^ ]*\) inflight=\([-0-9]*\).*/\1 \2/' >/tmp/ppr.txt
+	echo 0 >$TR/events/page_pool/page_pool_release/enable
+	grep 'page_pool_release:' $TR/trace | sed 's/.*page_pool=\([^ ]*\) inflight=\([-0-9]*\).*/\1 \2/' >/tmp/ppr.txt
 	npools=$(awk '{ last[$1] = $2 } END { print length(last) }' /tmp/ppr.txt)
 	left=$(awk '{ last[$1] = $2 } END { for (p in last) if (last[p] != 0) printf "%s:%s ", p, last[p] }' /tmp/ppr.txt)
 	ge "$npools" 2 "both sides' pools destroyed (page_pool_release seen)"
