@@ -401,6 +401,14 @@ vmx_ifaces() {
 vmx_flood() {
 	if [ -n "$1" ]; then "$IP" netns exec "$1" udpflood "$2" 9 "$3" 64 >/dev/null; else udpflood "$2" 9 "$3" 64 >/dev/null; fi
 }
+# vmx_ping: wait up to 20 s for the peer to answer
+vmx_ping() {
+	local i=0
+	while ! ping -c 1 -W 1 198.21.0.2 >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 20 ] || { bad "no ping over vmxnet3"; return 1; }
+	done
+}
 t_recycle_vmxnet3() {
 	begin recycle-vmxnet3
 	set -- $(vmx_ifaces)
@@ -410,18 +418,30 @@ t_recycle_vmxnet3() {
 		return
 	fi
 	va=$1 vb=$2
-	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
-	[ "$(val recycle.calls)" != MISSING ] || bad "no recycle.calls in the stats"
 	"$IP" link set "$vb" netns peer || bad "$vb to netns peer"
 	"$IP" addr add 198.21.0.1/24 dev "$va"
 	"$IP" link set "$va" up
 	"$IP" -n peer addr add 198.21.0.2/24 dev "$vb"
 	"$IP" -n peer link set "$vb" up
-	i=0
-	while ! ping -c 1 -W 1 198.21.0.2 >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ $i -lt 20 ] || { bad "no ping over vmxnet3"; break; }
-	done
+	vmx_ping
+	# 6.12's vmxnet3 itself trips lockdep's RCU checks with XDP (6.12.117
+	# vmxnet3_xdp.c:58 under rtnl at set-up, :403 in the poll: plain
+	# rcu_dereference() of the program), once per site. Attach and use XDP
+	# first with ppcoal not loaded, between console markers: what the debug
+	# kernel reports there is the driver's own (tests/vm/parse-log.sh
+	# leaves it out of dmesg-clean and says so).
+	if ! on_61 && ! grep -q '^ppcoal ' /proc/modules; then
+		echo "PPCOAL-UNLOADED-BEGIN" >/dev/kmsg
+		xdppass "$va" >/tmp/xdpa.out 2>&1 &
+		xa=$!
+		sleep 2
+		vmx_ping
+		kill $xa
+		wait $xa
+		echo "PPCOAL-UNLOADED-END" >/dev/kmsg
+	fi
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	[ "$(val recycle.calls)" != MISSING ] || bad "no recycle.calls in the stats"
 	# the blackholes: an unassigned address of each side's subnet, at the
 	# other side's MAC (IP forwarding is off: dropped in the receiver's poll)
 	blackhole_up "$va" "$vb" 198.21.0.77
@@ -466,11 +486,7 @@ t_recycle_vmxnet3() {
 	grep -q attached /tmp/xdpb.out || bad "xdppass $vb: $(cat /tmp/xdpb.out)"
 	grep -q attached /tmp/xdpa.out || bad "xdppass $va: $(cat /tmp/xdpa.out)"
 	# the link comes back after XDP's quiesce and re-activation
-	i=0
-	while ! ping -c 1 -W 1 198.21.0.2 >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ $i -lt 20 ] || { bad "no ping over vmxnet3 with XDP attached"; break; }
-	done
+	vmx_ping
 	k=0
 	for dir in "to-peer  198.21.0.77" "from-peer peer 198.21.0.78"; do
 		set -- $dir
