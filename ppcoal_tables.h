@@ -67,6 +67,54 @@ PPC_AUDITED_TEST(ppcoal_fixture, ppf_poll,
 /* 6.12 family only: 6.1's veth creates no page pool */
 PPC_AUDITED(veth, veth_poll,
 	    "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
+/*
+ * vmxnet3 (6.12: its pools serve only with an XDP program attached,
+ * vmxnet3_drv.c:2165-2167, 678): each RX queue's NAPI in MSI-X mode
+ * (vmxnet3_poll_rx_only(), its own queue, 2390-2391), or rq[0]'s for the
+ * single RX queue INTx/MSI force (vmxnet3_poll(); 2625, 2630, 3894, 3901;
+ * probe 4252-4262). Allocations in the poll (vmxnet3_xdp.c:345, 417) or
+ * in vmxnet3_rq_init() before napi_enable() (2195-2204, 3167, 3223);
+ * pools destroyed in vmxnet3_rq_cleanup() (2067) after napi_disable()
+ * (quiesce 3266-3272; resume 4557 after suspend's 4425; XDP set-up, ring
+ * resize, MTU change, reset and close quiesce first, vmxnet3_xdp.c:66,
+ * vmxnet3_ethtool.c:781, 3646, 3949, 3597); napi_complete_done() last
+ * in both polls (2376-2377, 2407-2408). The driver's own cache puts:
+ * in the owning queue's poll (vmxnet3_xdp.c:282-320), or in
+ * vmxnet3_rq_cleanup() (2039) with every NAPI disabled. XDP_TX frames,
+ * sent on a queue chosen by CPU (vmxnet3_xdp.c:19-34), complete in
+ * another poll or in hardirq through xdp_return_frame_bulk() (415, 488),
+ * which puts into the ring for a pool without .napi (net/core/xdp.c:511,
+ * page_pool.c:953-960). Lines of 6.12.118 (6.12.95: -10 after 1553);
+ * every function named here is pinned (verified-functions.tsv).
+ */
+PPC_AUDITED(vmxnet3, vmxnet3_poll_rx_only,
+	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2404-2408,3223,3266-3272 xdp.c:345,417")
+PPC_AUDITED(vmxnet3, vmxnet3_poll,
+	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2360-2377,3223,3266-3272 xdp.c:345,417")
+#else
+/*
+ * bnxt_en on 6.1, P5 chips only (bnxt_init_napi(): bnxt_poll_p5 with
+ * MSI-X; older chips and INTx poll with bnxt_poll, not audited, whose
+ * rings bnxt_rx_ring_reset() refills from bnxt_sp_task() while the NAPI
+ * runs, bnxt.c:11857-11863, reached only through the non-P5 branch of
+ * bnxt_sched_reset_rxr(), 319-322). A pool per RX ring, of the PCI device
+ * (3284), drawn from only in page mode, with XDP attached (808, 880;
+ * bnxt_xdp.c:424). Allocations in the poll (1025, 1059, 1171;
+ * bnxt_xdp.c:304) or from bnxt_init_rx_rings() before bnxt_enable_napi()
+ * (3714, 3728; __bnxt_open_nic() 10582, 10588). The ring's XDP_TX
+ * completions share its bnxt_napi (4664-4697) and put directly in that
+ * poll (bnxt_xdp.c:159 from 2643); the driver's other direct puts are in
+ * the poll (1035, 1073; bnxt_xdp.c:212, 313) or with the NAPI disabled,
+ * where 6.1 page_pool puts into the ring outside softirq (3020, 3047).
+ * Pools destroyed in bnxt_free_rx_rings() (3263) from __bnxt_close_nic()
+ * after bnxt_disable_napi() (10782, 10795), which XDP set-up, MTU and
+ * ring changes and resets go through. napi_complete_done() after every
+ * free of the poll (2854-2856). Lines of 6.1.192, every function named
+ * here pinned (verified-functions.tsv); not tested on hardware (QEMU has
+ * no bnxt): the audit was read twice, independently.
+ */
+PPC_AUDITED(bnxt_en, bnxt_poll_p5,
+	    "6.1 bnxt.c:319-322,1025,1059,1171,2643,2854-2856,3263,3714,10582-10795 xdp.c:159,304")
 #endif
 #endif
 

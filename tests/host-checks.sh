@@ -24,6 +24,9 @@
 #                    CONTRIBUTING.md, docs/*.md) begins a heading of DOC
 #   sanitizers-armed parse-log.sh fails a debug boot whose log lacks a line of
 #                    kernels.sh's PPCOAL_DEBUG_ARMED, naming it
+#   dmesg-unloaded   parse-log.sh leaves out of dmesg-clean a report between
+#                    PPCOAL-UNLOADED-BEGIN and -END (ppcoal not loaded),
+#                    says so, and still fails one outside the markers
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
@@ -358,6 +361,25 @@ if [ -z "$why" ]; then
 	echo "PASS host:digest"
 else
 	echo "FAIL host:digest: $why"
+fi
+
+# dmesg-unloaded: a report inside the markers is left out and said; the
+# same report after them still fails dmesg-clean
+why=""
+sl=$(mktemp)
+printf '%s\n' "[    1.0] PPCOAL-UNLOADED-BEGIN" "[    1.1] WARNING: suspicious RCU usage" \
+	"[    1.2] PPCOAL-UNLOADED-END" PPCOAL-DONE >"$sl"
+r=$(tests/vm/parse-log.sh k "$sl" 2>"$sl.err" | grep dmesg)
+[ "$r" = "PASS k:dmesg-clean" ] || why="inside the markers gave \"$r\""
+grep -q "1 kernel report(s) while ppcoal was not loaded" "$sl.err" || why="$why${why:+; }nothing said of it: $(cat "$sl.err")"
+printf '%s\n' "[    1.3] WARNING: suspicious RCU usage" >>"$sl"
+r=$(tests/vm/parse-log.sh k "$sl" 2>/dev/null | grep dmesg)
+[[ "$r" == "FAIL k:dmesg-clean: 1 hit(s), first: WARNING: suspicious RCU usage"* ]] || why="$why${why:+; }after the markers gave \"$r\""
+rm -f "$sl" "$sl.err"
+if [ -z "$why" ]; then
+	echo "PASS host:dmesg-unloaded"
+else
+	echo "FAIL host:dmesg-unloaded: $why"
 fi
 
 # sanitizers-armed: a log with every sanitizer's line passes, one without

@@ -458,7 +458,7 @@ for l in "ppcoal $VERSION, module $VERSION, on 6.12.117+deb13-amd64 (Debian 6.12
 	"  recycle   can act: audited driver (veth:veth_poll)" \
 	"veth1: veth" \
 	"vmx0: vmxnet3" \
-	"  recycle   no: vmxnet3 is not an audited driver: not audited yet (audited: ppcoal_fixture, veth)" \
+	"  recycle   no: vmxnet3 is an audited driver, but the loaded module does not list it (audited: ppcoal_fixture, veth): an older module? reload ppcoal" \
 	"packet sockets open: 2 (this network namespace; coalesce acts only on the clones such sockets make of page-pool skbs)" \
 	"  coalesce: on, 75.0% of cloned page-pool skbs coalesced (300 of 400 in 2 s)" \
 	"  recycle: on, 97.0% of page-pool pages recycled directly (4850 of 5000 in 2 s; ring 150, the kernel's own direct 0)" \

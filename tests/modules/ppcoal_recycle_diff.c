@@ -20,12 +20,23 @@
  * must equal it (observe), "compare-on" may differ only as recycle=on
  * documents: inside the owner's poll, pages put into the cache that stock
  * put into the ring. Reading .../result gives "MODE cases N mismatches M
- * allowed A inflight I" and the first mismatch.
+ * allowed A inflight I primed P" and the first mismatch.
+ *
+ * "compare-learned" is "compare-on" for a module ppcoal audits; it first
+ * primes the plain pool: ppcoal learns a pool's owner a
+ * while after the free path first meets it in a poll (a work item arms the
+ * allocation probe), and a run could end before that (a CI run once met no
+ * direct put at all). Priming allocates and frees one page inside the poll
+ * until a free lands in the cache (learned) or PPR_PRIME_MS pass, then takes
+ * every page out of the cache and the ring and holds them until the cases
+ * are done: the cases start from an empty cache and ring, as in "record".
+ * P is the milliseconds it took, or -1 when no free went direct.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/etherdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -44,6 +55,8 @@
 
 #define PPR_MAX_CASES	100000
 #define PPR_BATCH	32	/* poll cases per poll */
+#define PPR_PRIME_MS	30000
+#define PPR_HELD_MAX	1024	/* > the cache (128) and the ring (256) */
 
 enum { PPR_PROCESS, PPR_BH, PPR_POLL, PPR_CTXS };
 
@@ -73,6 +86,10 @@ static u64 ppr_rnd;
 /* the poll's work: cases [ppr_poll_first, ppr_poll_end) */
 static unsigned int ppr_poll_first, ppr_poll_end;
 static DECLARE_COMPLETION(ppr_poll_done);
+/* priming: the poll does one step instead of cases; its result */
+static bool ppr_priming, ppr_prime_direct;
+static struct page *ppr_held[PPR_HELD_MAX];
+static unsigned int ppr_nheld;
 
 static u32 ppr_below(u32 n)
 {
@@ -158,10 +175,40 @@ static void ppr_case(const struct ppr_shape *s, struct ppr_outcome *o)
 		put_page(shared[i]);
 }
 
+/*
+ * One priming step, in the poll: a page of the plain pool in an skb, freed
+ * as a driver's poll frees it. Did it land in the cache (a direct put)?
+ */
+static bool ppr_prime_step(void)
+{
+	struct page_pool *pool = ppr_pool[0];
+	struct ppf_count a, b;
+	struct sk_buff *skb;
+	struct page *page;
+
+	skb = alloc_skb(64, GFP_ATOMIC);
+	if (!skb)
+		return false;
+	skb_put(skb, ETH_HLEN);
+	page = page_pool_alloc_pages(pool, GFP_ATOMIC);
+	if (!page) {
+		kfree_skb(skb);
+		return false;
+	}
+	skb_add_rx_frag(skb, 0, page, 0, 64, PAGE_SIZE);
+	skb_mark_for_recycle(skb);
+	ppf_count_pool(pool, &a);
+	consume_skb(skb);
+	ppf_count_pool(pool, &b);
+	return b.cached > a.cached;
+}
+
 static int ppr_poll(struct napi_struct *napi, int budget)
 {
 	unsigned int i;
 
+	if (ppr_priming)
+		ppr_prime_direct = ppr_prime_step();
 	for (i = ppr_poll_first; i < ppr_poll_end; i++)
 		ppr_case(&ppr_shapes[i], &ppr_out[i]);
 	napi_complete_done(napi, 0);
@@ -227,6 +274,65 @@ static long ppr_inflight(void)
 	return sum;
 }
 
+/* One poll of ppr_napi doing [ppr_poll_first, ppr_poll_end). */
+static void ppr_poll_once(void)
+{
+	reinit_completion(&ppr_poll_done);
+	local_bh_disable();
+	napi_schedule(&ppr_napi);
+	local_bh_enable();
+	wait_for_completion(&ppr_poll_done);
+}
+
+/*
+ * Prime the plain pool (see the top), then hold every page of its cache
+ * and ring. Returns the milliseconds until a free went direct, or -1.
+ */
+static long ppr_prime(void)
+{
+	unsigned long start = jiffies;
+	struct ppf_count c;
+	struct page *page;
+	long ms = -1;
+
+	ppr_poll_first = 0;
+	ppr_poll_end = 0;
+	ppr_priming = true;
+	while (time_before(jiffies, start + msecs_to_jiffies(PPR_PRIME_MS))) {
+		ppr_poll_once();
+		if (ppr_prime_direct) {
+			ms = jiffies_to_msecs(jiffies - start);
+			break;
+		}
+		msleep(20);
+	}
+	ppr_priming = false;
+	for (;;) {
+		ppf_count_pool(ppr_pool[0], &c);
+		if (!c.cached && !c.ring)
+			break;
+		if (ppr_nheld == PPR_HELD_MAX)
+			return -2;	/* cannot happen: more than fits */
+		local_bh_disable();	/* the cache is softirq-only */
+		page = page_pool_alloc_pages(ppr_pool[0], GFP_ATOMIC);
+		local_bh_enable();
+		if (!page)
+			return -3;
+		ppr_held[ppr_nheld++] = page;
+	}
+	return ms;
+}
+
+/* Give the held pages back to the plain pool. */
+static void ppr_unhold(void)
+{
+	local_bh_disable();
+	while (ppr_nheld)
+		page_pool_put_full_page(ppr_pool[0], ppr_held[--ppr_nheld],
+					false);
+	local_bh_enable();
+}
+
 /* Run cases [i, end) of one context. */
 static void ppr_run_ctx(unsigned int i, unsigned int end)
 {
@@ -234,11 +340,7 @@ static void ppr_run_ctx(unsigned int i, unsigned int end)
 	case PPR_POLL:
 		ppr_poll_first = i;
 		ppr_poll_end = end;
-		reinit_completion(&ppr_poll_done);
-		local_bh_disable();
-		napi_schedule(&ppr_napi);
-		local_bh_enable();
-		wait_for_completion(&ppr_poll_done);
+		ppr_poll_once();
 		break;
 	case PPR_BH:
 		for (; i < end; i++) {
@@ -267,13 +369,14 @@ static const char *ppr_diff(const struct ppr_outcome *a,
 static int ppr_run(u64 seed, unsigned int n, const char *mode)
 {
 	bool record = !strcmp(mode, "record");
-	bool on = !strcmp(mode, "compare-on");
+	bool learn = !strcmp(mode, "compare-learned");
+	bool on = learn || !strcmp(mode, "compare-on");
 	unsigned int i, end, mism = 0, allowed = 0;
 	const struct ppr_outcome *st, *sh;
 	const struct ppr_shape *s;
 	const char *field;
 	char first[256] = "";
-	long x, y;
+	long x, y, primed = 0;
 	int ret;
 
 	if (!record && strcmp(mode, "compare") && !on)
@@ -284,6 +387,8 @@ static int ppr_run(u64 seed, unsigned int n, const char *mode)
 	ret = ppr_pools_create();
 	if (ret)
 		return ret;
+	if (learn)
+		primed = ppr_prime();
 	ppr_rnd = seed ?: 1;
 	for (i = 0; i < n; i++)
 		ppr_draw(&ppr_shapes[i]);
@@ -296,6 +401,7 @@ static int ppr_run(u64 seed, unsigned int n, const char *mode)
 			;
 		ppr_run_ctx(i, end);
 	}
+	ppr_unhold();
 	for (i = 0; i < n; i++) {
 		if (record) {
 			ppr_rec[i] = ppr_out[i];
@@ -323,8 +429,8 @@ static int ppr_run(u64 seed, unsigned int n, const char *mode)
 	if (record)
 		ppr_nrec = n;
 	snprintf(ppr_dr.result, sizeof(ppr_dr.result),
-		 "%s cases %u mismatches %u allowed %u inflight %ld%s%s\n",
-		 mode, n, mism, allowed, ppr_inflight(),
+		 "%s cases %u mismatches %u allowed %u inflight %ld primed %ld%s%s\n",
+		 mode, n, mism, allowed, ppr_inflight(), primed,
 		 first[0] ? " first: " : "", first);
 	pr_info("%s", ppr_dr.result);
 	return 0;

@@ -7,13 +7,13 @@
 #   /bin/busybox (+ applet links), /usr/lib/iproute2/ip = $IP (iproute2, netns capable; /sbin/ipr wraps it),
 #   /usr/bin/iperf3, their shared libraries,
 #   /lib/modules/VER/...   stock modules for virtio networking and veth (decompressed)
-#   /etc/modlist           ordered insmod list loaded by /init (virtio_pci, virtio_net, veth)
+#   /etc/modlist           ordered insmod list loaded by /init (virtio_pci, virtio_net, veth, vmxnet3)
 #   /etc/modlist.d/NAME    ordered insmod list of each module NAME (for rmmod/re-insmod)
 #   /ko/*.ko               every module from KODIR
 #   /tests/                REPO/tests/guest/* (or $PPCOAL_GUEST_DIR/*)
 #   /etc/ppcoal-env        PPCOAL_KERNEL, PPCOAL_KVER, IP (sourced by /init)
 #
-# Environment: PPCOAL_GUEST_MODULES (default "virtio_pci virtio_net veth"),
+# Environment: PPCOAL_GUEST_MODULES (default "virtio_pci virtio_net veth vmxnet3"),
 # PPCOAL_GUEST_BINS (extra host binaries to copy with their libraries).
 set -euo pipefail
 
@@ -27,7 +27,7 @@ kernel_pin "$id"
 ver=$(kernel_version "$id")
 modroot=$(kernel_modroot "$id")
 [ -d "$modroot/lib/modules/$ver" ] || die "kernel $id not prepared (run kernels.sh prepare $id)"
-guest_modules=${PPCOAL_GUEST_MODULES:-virtio_pci virtio_net veth}
+guest_modules=${PPCOAL_GUEST_MODULES:-virtio_pci virtio_net veth vmxnet3}
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/ppcoal-initramfs.XXXXXX")
 trap 'rm -rf "$stage"' EXIT

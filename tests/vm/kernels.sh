@@ -459,6 +459,11 @@ PPCOAL_DEBUG_DISABLE="KASAN_OUTLINE DEBUG_INFO DEBUG_INFO_DWARF4 DEBUG_INFO_DWAR
 # Debian's built-ins and drops every other module.
 PPCOAL_DEBUG_MODULES="virtio virtio_ring virtio_pci virtio_pci_modern_dev
 	virtio_pci_legacy_dev virtio_net net_failover failover veth"
+# Modules added later, "CONFIG_SYMBOL:module" (vmxnet3: the vmxnet3 boots):
+# a fresh tree keeps them as it keeps PPCOAL_DEBUG_MODULES; a cached build
+# that lacks one gets it by an incremental make (debug_extra()), since a
+# change of the recipe would rebuild the whole kernel (36 min at -j1).
+PPCOAL_DEBUG_EXTRA="VMXNET3:vmxnet3"
 # Per-object compiler flags, "DIR OBJECT FLAGS": the debug config's
 # inlining made gcc 12 clone __napi_poll() as __napi_poll.constprop.0 (IPA
 # constant propagation), a function ppcoal cannot hook by name and refuses
@@ -508,7 +513,10 @@ prepare_debug() {
 	bv=$(kernel_version "$base")
 	kd=$(kernel_dir "$id")
 	if [ -f "$kd/.debug-ready" ]; then
-		[ "$(cat "$kd/.debug-recipe" 2>/dev/null)" = "$(debug_recipe "$id")" ] && return 0
+		if [ "$(cat "$kd/.debug-recipe" 2>/dev/null)" = "$(debug_recipe "$id")" ]; then
+			debug_extra "$id" "$v" "$jobs"
+			return 0
+		fi
 		log "$id: cached build is of another recipe (tests/vm/kernels.sh PPCOAL_DEBUG_*): rebuilding"
 	fi
 	t0=$(date +%s)
@@ -552,6 +560,26 @@ prepare_debug() {
 	log "$id: $(cat "$kd/.debug-ready")"
 }
 
+# debug_extra ID VERSION JOBS: build the modules of PPCOAL_DEBUG_EXTRA that
+# ID's cached build lacks, as modules, with an incremental make (Kbuild
+# rebuilds only what reads the changed options)
+debug_extra() {
+	local id=$1 v=$2 jobs=$3 kd bkd e want=""
+	kd=$(kernel_dir "$id")
+	bkd=$(build_path "$id" "$kd")
+	for e in $PPCOAL_DEBUG_EXTRA; do
+		[ -n "$(find "$kd/root/lib/modules/$v" -name "${e#*:}.ko*" -print -quit)" ] || want="$want --module ${e%%:*}"
+	done
+	[ -n "$want" ] || return 0
+	log "$id: adding modules to the cached build:$want"
+	# shellcheck disable=SC2086 # option list
+	"$kd/src/scripts/config" --file "$kd/build/.config" $want
+	in_build_env "$id" make -C "$bkd/src" O="$bkd/build" olddefconfig >&2
+	debug_make "$id" "$v" "$(dpkg-parsechangelog -l "$kd/src/debian/changelog" -S Version 2>/dev/null || echo unknown)" "$jobs" ||
+		die "$id: building the added modules failed"
+	depmod -b "$kd/root" "$v"
+}
+
 # debug_partial_mark ID SOURCE_VERSION: what .debug-partial holds for a
 # tree of ID configured by this recipe for that source version
 debug_partial_mark() {
@@ -590,6 +618,7 @@ prepare_debug_tree() {
 	{
 		echo "Module Size Used by"
 		for o in $PPCOAL_DEBUG_MODULES; do echo "$o 0 0"; done
+		for o in $PPCOAL_DEBUG_EXTRA; do echo "${o#*:} 0 0"; done
 	} >"$kd/lsmod"
 	# new options take their defaults (yes dies of SIGPIPE when conf is done)
 	{ yes '' || true; } | in_build_env "$id" make -C "$bkd/src" O="$bkd/build" LSMOD="$bkd/lsmod" localmodconfig >&2
