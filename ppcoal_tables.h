@@ -101,20 +101,26 @@ PPC_AUDITED(vmxnet3, vmxnet3_poll,
  * (3284), drawn from only in page mode, with XDP attached (808, 880;
  * bnxt_xdp.c:424). Allocations in the poll (1025, 1059, 1171;
  * bnxt_xdp.c:304) or from bnxt_init_rx_rings() before bnxt_enable_napi()
- * (3714, 3728; __bnxt_open_nic() 10582, 10588). The ring's XDP_TX
- * completions share its bnxt_napi (4664-4697) and put directly in that
- * poll (bnxt_xdp.c:159 from 2643); the driver's other direct puts are in
- * the poll (1035, 1073; bnxt_xdp.c:212, 313) or with the NAPI disabled,
- * where 6.1 page_pool puts into the ring outside softirq (3020, 3047).
- * Pools destroyed in bnxt_free_rx_rings() (3263) from __bnxt_close_nic()
- * after bnxt_disable_napi() (10782, 10795), which XDP set-up, MTU and
- * ring changes and resets go through. napi_complete_done() after every
- * free of the poll (2854-2856). Lines of 6.1.192, every function named
- * here pinned (verified-functions.tsv); not tested on hardware (QEMU has
- * no bnxt): the audit was read twice, independently.
+ * (3714, 3728; __bnxt_open_nic() 10582, 10588). RX ring i and, with XDP
+ * (combined channels, bnxt_xdp.c:400-405), its XDP_TX ring share bnapi i
+ * (4662-4663, 4678-4679), whose poll puts XDP_TX completions directly
+ * (bnxt_xdp.c:159 from 2641). The driver's other direct puts run in the
+ * allocating context (771, on a DMA mapping error), in the poll (1035,
+ * 1073; bnxt_xdp.c:212, 313), or in process context with the NAPI
+ * disabled, where 6.1's page_pool falls back to the ring (3020, 3047).
+ * Netpoll calls the poll with budget 0, interrupts off and not through
+ * __napi_poll(): never a direct put of ppcoal's. Pools destroyed in
+ * bnxt_free_rx_rings() (3261 through xdp_rxq_info_unreg(), 3263) from
+ * __bnxt_close_nic() after bnxt_disable_napi() (10782, 10795), which XDP
+ * set-up, MTU, ring and channel changes, resets and error recovery go
+ * through. napi_complete_done() after every free of the poll (2854-2856).
+ * Lines of 6.1.192; the functions the argument rests on are pinned
+ * (verified-functions.tsv), though a new caller in a function not pinned
+ * would not be seen. Not tested on hardware (QEMU has no bnxt): the audit
+ * was read twice, independently.
  */
 PPC_AUDITED(bnxt_en, bnxt_poll_p5,
-	    "6.1 bnxt.c:319-322,1025,1059,1171,2643,2854-2856,3263,3714,10582-10795 xdp.c:159,304")
+	    "6.1 bnxt.c:319-322,1025,1059,1171,2641,2854-2856,3261,3714,10582-10795 xdp.c:159,304")
 #endif
 #endif
 
