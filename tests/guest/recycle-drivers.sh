@@ -176,6 +176,38 @@ t_recycle_many_pools() {
 	cleanup
 }
 
+# Pools made without a device (issue 36: 6.1's mana makes its own so): the
+# device rule cannot place them, so a row may name a rule of its own; the
+# fixture's reads ppf1's own pool from its private data (nodev=1). First
+# 64 pools of another queue that ppf1's poll allocates from and frees into
+# (the extra pools, device-less too), alone: the rule refuses them, none
+# takes a slot; then ppf1's own device-less pool is learned and recycles
+# directly. Before the rule, a pool without a device was never learned.
+t_recycle_nodev() {
+	begin recycle-nodev
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	fixture_up frag_pool=0 linear=0 nodev=1 extra_pools=64 skip_own=1 ||
+		bad "fixture_up nodev=1 extra_pools=64 skip_own=1"
+	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
+	recycle_flood /tmp/a /tmp/b 3
+	gt "$(delta recycle.deny_owner_unknown /tmp/a /tmp/b)" 1000 "pages of the other queue's pools freed in ppf1's poll"
+	eq "$(val recycle.tracked_known)/$(val recycle.tracked_not_eligible)/$(val recycle.tracked_unknown)" 0/0/0 "no slot for a device-less pool the rule does not place"
+	eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "no direct put into another queue's pool"
+	echo 0 >/sys/module/ppcoal_fixture/parameters/skip_own || bad "skip_own=0"
+	flood_until_known || bad "ppf1's own device-less pool not learned in 15 s of drop floods"
+	recycle_flood /tmp/c /tmp/d 3
+	eq "$(val recycle.tracked_known)" 1 "one pool known: ppf1's own"
+	pm=$(direct_pm /tmp/c /tmp/d)
+	echo "METRIC $(uname -r) recycle-nodev direct_pm=$pm direct=$(delta recycle.direct /tmp/c /tmp/d) ring=$(delta recycle.ring /tmp/c /tmp/d) unknown=$(delta recycle.deny_owner_unknown /tmp/c /tmp/d)"
+	gt "$(delta recycle.direct /tmp/c /tmp/d)" 300 "ppf1's own device-less pool recycles directly"
+	check_sums /tmp/c /tmp/d
+	fixture_down || bad "pools did not drain"
+	dmesg | grep -q "extra pools drained: 64" || bad "the 64 extra pools did not report drained"
+	eq "$(val recycle.tracked_known)/$(val recycle.tracked_unknown)" 0/0 "no owner entry outlives its pool"
+	end
+	cleanup
+}
+
 # A pool of a driver that is not audited is never recycled directly (issue
 # 12.10-12): the fixture under another module name is not on the list, and
 # becomes eligible only when an expert adds it (recycle_drivers, a - in a
