@@ -18,6 +18,7 @@
 #include <linux/panic.h>
 #include <linux/ratelimit.h>
 #include <linux/skbuff.h>
+#include <linux/uaccess.h>
 #include <linux/utsname.h>
 #include <linux/workqueue.h>
 #include <trace/events/napi.h>
@@ -245,9 +246,7 @@ void ppc_own_want(unsigned long pool, unsigned long napi)
 	unsigned long flags;
 	int i;
 
-	if ((!ppc_pool_of_napi((void *)pool, (void *)napi) &&
-	     !ppc_own_nodev((void *)pool, (void *)napi)) ||
-	    ppc_own_resting(pool))
+	if (ppc_own_resting(pool))
 		return;
 	/*
 	 * No slot and no free one in its bucket (checked without the lock):
@@ -255,9 +254,13 @@ void ppc_own_want(unsigned long pool, unsigned long napi)
 	 */
 	i = ppc_own_find(b, pool);
 	if (i < 0 && ppc_own_find(b, 0) < 0) {
-		ppc_count(RC_TABLE_FULL);
+		if (ppc_pool_of_napi((void *)pool, (void *)napi))
+			ppc_count(RC_TABLE_FULL);
 		return;
 	}
+	if (!ppc_pool_of_napi((void *)pool, (void *)napi) &&
+	    !ppc_own_nodev((void *)pool, (void *)napi))
+		return;
 	if (i < 0) {
 		raw_spin_lock_irqsave(&ppc_own_lock, flags);
 		i = ppc_own_claim(b, pool);
@@ -524,12 +527,19 @@ static bool notrace ppc_own_rule_mana_rxq(struct page_pool *pool,
 					  struct napi_struct *napi)
 {
 	struct mana_cq *cq = container_of(napi, struct mana_cq, napi);
+	enum mana_cq_type type;
 	struct mana_rxq *rxq;
+	struct page_pool *pp;
 
-	if (READ_ONCE(cq->type) != MANA_CQ_TYPE_RX)
+	/*
+	 * Read without faulting: a mana.ko not built from the Debian source
+	 * the row was pinned to (another layout) makes a refusal, not an oops.
+	 */
+	if (get_kernel_nofault(type, &cq->type) || type != MANA_CQ_TYPE_RX ||
+	    get_kernel_nofault(rxq, &cq->rxq) || !rxq ||
+	    get_kernel_nofault(pp, &rxq->page_pool))
 		return false;
-	rxq = READ_ONCE(cq->rxq);
-	return rxq && READ_ONCE(rxq->page_pool) == pool;
+	return pp == pool;
 }
 #endif
 
@@ -555,6 +565,8 @@ static const struct {
  */
 #define PPC_AUDIT_WHY	96
 static bool ppc_audit_live[ARRAY_SIZE(ppc_audited)];
+/* Is a live row's rule other than the device rule (ppc_own_nodev())? */
+static bool ppc_own_rules;
 static char ppc_audit_why[ARRAY_SIZE(ppc_audited)][PPC_AUDIT_WHY];
 static bool ppc_audit_said;	/* under ppc_lock */
 
@@ -567,11 +579,14 @@ void ppc_owner_init(void)
 {
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
 		ppc_audit_live[i] = ppc_audited[i].test ||
 				    ppc_verify_audit(ppc_audited[i].module,
 						     ppc_audit_why[i],
 						     PPC_AUDIT_WHY);
+		if (ppc_audit_live[i] && ppc_audited[i].own != ppc_own_rule_dev)
+			ppc_own_rules = true;
+	}
 }
 
 /* Say in dmesg, the first time recycle is on, each row not used. */
@@ -629,6 +644,25 @@ static int notrace ppc_napi_row(struct napi_struct *napi)
 	return -1;
 }
 
+/*
+ * ppc_napi_row() of the NAPI this CPU polls (softirq), looked up once a
+ * poll: ppc_owner_poll_cb() forgets it at each poll's start, and a NAPI's
+ * ->poll cannot change while it is polled (netif_napi_del() wants it
+ * disabled).
+ */
+static int notrace ppc_poll_row(struct napi_struct *napi)
+{
+	struct ppc_poll_mark *m = this_cpu_ptr(&ppc_polling);
+
+	if (READ_ONCE(m->napi) != (unsigned long)napi)
+		return ppc_napi_row(napi);
+	if (m->row_napi != (unsigned long)napi) {
+		m->row = ppc_napi_row(napi);
+		m->row_napi = (unsigned long)napi;
+	}
+	return m->row;
+}
+
 /* Is @pool @napi's queue's, by the rule of @napi's row (of ppc_napi_row())? */
 static bool notrace ppc_own_ok(int row, struct page_pool *pool,
 			       struct napi_struct *napi)
@@ -640,15 +674,17 @@ static bool notrace ppc_own_ok(int row, struct page_pool *pool,
 
 /*
  * A pool made without a device (6.1's mana), which the device rule
- * cannot place: is it this NAPI's queue's by its driver's own rule? The
- * free path asks for such pools only (a kallsyms lookup each time, until
- * the pool is learned or judged).
+ * cannot place: is it this NAPI's queue's by its driver's own rule? Only
+ * when a live row has such a rule, and with the row looked up once a poll
+ * (a kallsyms lookup): a device-less pool this NAPI does not own, whose
+ * pages its poll frees, costs that lookup once a poll, not once a page.
  */
 static bool notrace ppc_own_nodev(struct page_pool *pool,
 				  struct napi_struct *napi)
 {
-	return !READ_ONCE(pool->p.dev) && READ_ONCE(napi->dev) &&
-	       ppc_own_ok(ppc_napi_row(napi), pool, napi);
+	return READ_ONCE(ppc_own_rules) && !READ_ONCE(pool->p.dev) &&
+	       READ_ONCE(napi->dev) &&
+	       ppc_own_ok(ppc_poll_row(napi), pool, napi);
 }
 
 /* 6.12: does the kernel's own rule place this pool (.napi or cpuid)? */
@@ -710,7 +746,7 @@ void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 	 * built in, never audited, and has no device).
 	 */
 	if (ppc_pool_placed(pool) ||
-	    !ppc_own_ok(ppc_napi_row((void *)napi), pool, (void *)napi))
+	    !ppc_own_ok(ppc_poll_row((void *)napi), pool, (void *)napi))
 		napi = PPC_OWN_NEVER;
 	ppc_own_learn((unsigned long)pool, napi);
 }
@@ -744,6 +780,7 @@ void notrace ppc_owner_poll_cb(unsigned long ip, unsigned long parent_ip,
 		WRITE_ONCE(m->napi, 0);
 		return;
 	}
+	m->row_napi = 0;	/* its row is looked up again, if needed */
 	WRITE_ONCE(m->napi, (unsigned long)napi);
 	ppc_count(RC_POLLS);
 }

@@ -134,8 +134,8 @@ PPC_AUDITED(bnxt_en, bnxt_poll_p5, dev,
  * set at 2239-2240 before the NAPI exists, 2288). TX queues' CQs run
  * mana_poll() too (2001) but have no rxq (1949-1951): their NAPI owns no
  * pool. Allocations only in mana_poll() (1625 from mana_refill_rx_oob()
- * 1659 <- mana_process_rx_cqe() 1741 <- mana_cq_handler() 1797) or
- * before napi_enable() (mana_alloc_rx_wqe() 2217, 2295); the driver's
+ * 1656 <- mana_process_rx_cqe() 1737 <- mana_cq_handler() 1797) or
+ * before napi_enable() (mana_alloc_rx_wqe() 2221, 2295); the driver's
  * one direct put in its poll (1599); napi_disable() before
  * page_pool_destroy() (2033, 2065); napi_complete_done() last (1807).
  * 6.12's mana names that same NAPI as the pool's (page_pool_params.napi,
@@ -144,7 +144,7 @@ PPC_AUDITED(bnxt_en, bnxt_poll_p5, dev,
  * a device test the rule.
  */
 PPC_AUDITED(mana, mana_poll, mana_rxq,
-	    "6.1 mana_en.c:1599,1625,1807,2033,2065,2164-2182,2217,2239-2240,2295")
+	    "6.1 mana_en.c:1599,1625,1807,2033,2065,2164-2182,2221,2239-2240,2295")
 #endif
 #endif
 #endif

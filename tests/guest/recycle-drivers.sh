@@ -166,7 +166,7 @@ t_recycle_many_pools() {
 	echo 0 >/sys/module/ppcoal_fixture/parameters/skip_own || bad "skip_own=0"
 	flood_until_known || bad "ppf1's own pool not learned among 640 foreign ones in 15 s of drop floods"
 	recycle_flood /tmp/g /tmp/h 3
-	eq "$(val recycle.tracked_known)" 1 "one pool known: ppf1's own"
+	le "$(val recycle.tracked_known)" 2 "pools known: ppf1's own (and ppf0's at most)"
 	gt "$(delta recycle.direct /tmp/g /tmp/h)" 0 "ppf1's own pool recycles directly"
 	echo "METRIC $(uname -r) recycle-many-pools foreign=640 direct=$(delta recycle.direct /tmp/g /tmp/h) unknown=$(delta recycle.deny_owner_unknown /tmp/g /tmp/h) full=$(delta recycle.owner_table_full /tmp/e /tmp/h)"
 	check_sums /tmp/g /tmp/h
@@ -191,12 +191,16 @@ t_recycle_nodev() {
 	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
 	recycle_flood /tmp/a /tmp/b 3
 	gt "$(delta recycle.deny_owner_unknown /tmp/a /tmp/b)" 1000 "pages of the other queue's pools freed in ppf1's poll"
-	eq "$(val recycle.tracked_known)/$(val recycle.tracked_not_eligible)/$(val recycle.tracked_unknown)" 0/0/0 "no slot for a device-less pool the rule does not place"
+	# a foreign pool taken by want but refused by the learner would be
+	# "not eligible"; taken by both, its pages would go direct here (ppf0's
+	# own device-less pool may be learned meanwhile: it frees nothing in
+	# this flood)
+	eq "$(val recycle.tracked_not_eligible)" 0 "no slot for a device-less pool the rule does not place"
 	eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "no direct put into another queue's pool"
 	echo 0 >/sys/module/ppcoal_fixture/parameters/skip_own || bad "skip_own=0"
 	flood_until_known || bad "ppf1's own device-less pool not learned in 15 s of drop floods"
 	recycle_flood /tmp/c /tmp/d 3
-	eq "$(val recycle.tracked_known)" 1 "one pool known: ppf1's own"
+	le "$(val recycle.tracked_known)" 2 "pools known: ppf1's own (and ppf0's at most)"
 	pm=$(direct_pm /tmp/c /tmp/d)
 	echo "METRIC $(uname -r) recycle-nodev direct_pm=$pm direct=$(delta recycle.direct /tmp/c /tmp/d) ring=$(delta recycle.ring /tmp/c /tmp/d) unknown=$(delta recycle.deny_owner_unknown /tmp/c /tmp/d)"
 	gt "$(delta recycle.direct /tmp/c /tmp/d)" 300 "ppf1's own device-less pool recycles directly"
