@@ -220,9 +220,10 @@ t_recycle_audit() {
 	begin recycle-audit
 	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
 	# each audited driver with the ->poll() its audit read (9318b09)
-	# the rows of this kernel family: 6.1's veth has no page pool
-	aud=ppcoal_fixture:ppf_poll,veth:veth_poll
-	! on_61 || aud=ppcoal_fixture:ppf_poll
+	# the rows of this kernel family, in the table's order: 6.1's veth and
+	# vmxnet3 have no page pool; 6.12's bnxt_en and mana name their NAPI
+	aud=ppcoal_fixture:ppf_poll,veth:veth_poll,vmxnet3:vmxnet3_poll_rx_only,vmxnet3:vmxnet3_poll
+	! on_61 || aud=ppcoal_fixture:ppf_poll,bnxt_en:bnxt_poll_p5,mana:mana_poll
 	eq "$(val recycle.audited_drivers)" "$aud" "audited drivers listed"
 	# the microbenchmark module's dummy NAPI polls and frees its own
 	# pool's pages: a driver nobody audited
