@@ -589,7 +589,21 @@ void ppc_owner_init(void)
 	}
 }
 
-/* Say in dmesg, the first time recycle is on, each row not used. */
+/*
+ * Is row @i's module an earlier row's (vmxnet3's two polls)? Its verdict
+ * is that row's: a driver's audit is verified as a whole.
+ */
+static bool ppc_audit_repeat(int i)
+{
+	int j;
+
+	for (j = 0; j < i; j++)
+		if (!strcmp(ppc_audited[j].module, ppc_audited[i].module))
+			return true;
+	return false;
+}
+
+/* Say in dmesg, the first time recycle is on, each driver not used. */
 static void ppc_audit_say(void)
 {
 	int i;
@@ -598,7 +612,7 @@ static void ppc_audit_say(void)
 		return;
 	ppc_audit_said = true;
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		if (!ppc_audit_live[i])
+		if (!ppc_audit_live[i] && !ppc_audit_repeat(i))
 			pr_info("recycle: %s is not treated as an audited driver here: %s; its pools use the ring. See: ppcoal verify --kernel %s\n",
 				ppc_audited[i].module, ppc_audit_why[i],
 				init_utsname()->release);
@@ -1030,7 +1044,7 @@ void ppc_owner_show(struct seq_file *m)
 	/* the rows this kernel may not use, and why */
 	seq_puts(m, "recycle.audited_off:");
 	for (i = 0, b = 0; i < ARRAY_SIZE(ppc_audited); i++) {
-		if (ppc_audit_live[i])
+		if (ppc_audit_live[i] || ppc_audit_repeat(i))
 			continue;
 		seq_printf(m, "%s%s (%s)", b++ ? "; " : " ",
 			   ppc_audited[i].module, ppc_audit_why[i]);
