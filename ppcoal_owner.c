@@ -22,7 +22,7 @@
 #include <linux/utsname.h>
 #include <linux/workqueue.h>
 #include <trace/events/napi.h>
-#if !defined(PPC_HAVE_NAPI_PP_PUT_PAGE) && IS_ENABLED(CONFIG_MICROSOFT_MANA)
+#ifndef PPC_HAVE_NAPI_PP_PUT_PAGE
 #include <net/mana/mana.h>	/* the mana_rxq rule */
 #endif
 
@@ -516,7 +516,7 @@ static bool notrace ppc_own_rule_fixture(struct page_pool *pool,
 }
 #endif
 
-#if !defined(PPC_HAVE_NAPI_PP_PUT_PAGE) && IS_ENABLED(CONFIG_MICROSOFT_MANA)
+#ifndef PPC_HAVE_NAPI_PP_PUT_PAGE
 /*
  * mana_rxq (6.1): mana_poll()'s NAPI is a mana_cq's; an RX CQ points to
  * its RX queue, which holds its pool (include/net/mana/mana.h:265-292,

@@ -125,7 +125,6 @@ PPC_AUDITED(vmxnet3, vmxnet3_poll, dev,
  */
 PPC_AUDITED(bnxt_en, bnxt_poll_p5, dev,
 	    "6.1 bnxt.c:319-322,1025,1059,1171,2641,2854-2856,3261,3714,10582-10795 xdp.c:159,304")
-#if IS_ENABLED(CONFIG_MICROSOFT_MANA)
 /*
  * mana on 6.1 (Azure): a pool per RX queue, created without a device
  * (mana_en.c:2164-2182), so the device rule cannot place it: the rule
@@ -141,11 +140,11 @@ PPC_AUDITED(bnxt_en, bnxt_poll_p5, dev,
  * 6.12's mana names that same NAPI as the pool's (page_pool_params.napi,
  * 6.12.117 mana_en.c:2184): the kernel then recycles directly itself.
  * Lines of 6.1.192; not tested on hardware: the fixture's pools without
- * a device test the rule.
+ * a device test the rule. Listed on every 6.1 kernel, as the others (on
+ * one built without mana no NAPI ever runs mana_poll()).
  */
 PPC_AUDITED(mana, mana_poll, mana_rxq,
 	    "6.1 mana_en.c:1599,1625,1807,2033,2065,2164-2182,2221,2239-2240,2295")
-#endif
 #endif
 #endif
 

@@ -203,7 +203,10 @@ t_recycle_nodev() {
 	le "$(val recycle.tracked_known)" 2 "pools known: ppf1's own (and ppf0's at most)"
 	pm=$(direct_pm /tmp/c /tmp/d)
 	echo "METRIC $(uname -r) recycle-nodev direct_pm=$pm direct=$(delta recycle.direct /tmp/c /tmp/d) ring=$(delta recycle.ring /tmp/c /tmp/d) unknown=$(delta recycle.deny_owner_unknown /tmp/c /tmp/d)"
-	gt "$(delta recycle.direct /tmp/c /tmp/d)" 300 "ppf1's own device-less pool recycles directly"
+	# ppf1's poll takes its pages from its own pool and the 64 others in
+	# turn: its own is 1 in 65 (over 1500 direct puts in 3 s on the stock
+	# kernels, about 50 on the debug ones)
+	gt "$(delta recycle.direct /tmp/c /tmp/d)" 0 "ppf1's own device-less pool recycles directly"
 	check_sums /tmp/c /tmp/d
 	fixture_down || bad "pools did not drain"
 	dmesg | grep -q "extra pools drained: 64" || bad "the 64 extra pools did not report drained"
