@@ -18,9 +18,13 @@
 #include <linux/panic.h>
 #include <linux/ratelimit.h>
 #include <linux/skbuff.h>
+#include <linux/uaccess.h>
 #include <linux/utsname.h>
 #include <linux/workqueue.h>
 #include <trace/events/napi.h>
+#ifndef PPC_HAVE_NAPI_PP_PUT_PAGE
+#include <net/mana/mana.h>	/* the mana_rxq rule */
+#endif
 
 #include "ppcoal.h"
 #include "ppcoal_owner.h"
@@ -210,14 +214,17 @@ static bool ppc_own_unknown(bool drop)
  * seen allocating the pool's sole consumer; the check only keeps another
  * driver's pool from being learned here (issue 36, sibling netdevs).
  */
-static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
-				     const struct napi_struct *napi)
+static bool notrace ppc_pool_of_napi(struct page_pool *pool,
+				     struct napi_struct *napi)
 {
 	struct device *dev = READ_ONCE(pool->p.dev);
 	struct net_device *ndev = READ_ONCE(napi->dev);
 
 	return dev && ndev && (dev == &ndev->dev || dev == ndev->dev.parent);
 }
+
+static bool notrace ppc_own_nodev(struct page_pool *pool,
+				  struct napi_struct *napi);
 
 /**
  * ppc_own_want() - ask for the owner of a pool to be learned
@@ -230,6 +237,8 @@ static bool notrace ppc_pool_of_napi(const struct page_pool *pool,
  * device (ppc_owner_alloc_cb()). A pool of another device met here (a
  * forwarded page, a pool another driver allocates from in this poll)
  * takes no slot: slots are for pools that can be eligible (issue 36.8).
+ * A pool created without a device is wanted when the row of this NAPI's
+ * driver has a rule of its own that places it (ppc_own_nodev()).
  */
 void ppc_own_want(unsigned long pool, unsigned long napi)
 {
@@ -237,8 +246,7 @@ void ppc_own_want(unsigned long pool, unsigned long napi)
 	unsigned long flags;
 	int i;
 
-	if (!ppc_pool_of_napi((void *)pool, (void *)napi) ||
-	    ppc_own_resting(pool))
+	if (ppc_own_resting(pool))
 		return;
 	/*
 	 * No slot and no free one in its bucket (checked without the lock):
@@ -246,9 +254,13 @@ void ppc_own_want(unsigned long pool, unsigned long napi)
 	 */
 	i = ppc_own_find(b, pool);
 	if (i < 0 && ppc_own_find(b, 0) < 0) {
-		ppc_count(RC_TABLE_FULL);
+		if (ppc_pool_of_napi((void *)pool, (void *)napi))
+			ppc_count(RC_TABLE_FULL);
 		return;
 	}
+	if (!ppc_pool_of_napi((void *)pool, (void *)napi) &&
+	    !ppc_own_nodev((void *)pool, (void *)napi))
+		return;
 	if (i < 0) {
 		raw_spin_lock_irqsave(&ppc_own_lock, flags);
 		i = ppc_own_claim(b, pool);
@@ -475,16 +487,73 @@ static int ppc_destroy_resolve(void)
 #endif
 
 /* The audited drivers (ppcoal_tables.h), and the ones an expert added. */
+/*
+ * The rules that tell a pool to be the polling NAPI's queue's (the own
+ * column of ppcoal_tables.h). Each is called only for a NAPI polled by
+ * its row's ->poll(), so it knows what the NAPI is embedded in; the NAPI
+ * is alive (this CPU polls it) and so is the pool (it allocates or frees).
+ */
+typedef bool (*ppc_own_rule)(struct page_pool *pool, struct napi_struct *napi);
+
+/* dev: by the device the pool was made for (ppc_pool_of_napi()) */
+#define ppc_own_rule_dev ppc_pool_of_napi
+
+#ifdef PPC_TEST_ROWS
+/*
+ * fixture: the device rule, or, for a pool made without a device
+ * (ppcoal_fixture's nodev=1), the pool its netdev's private data begins
+ * with (tests/modules/ppcoal_fixture.c, struct ppf_priv).
+ */
+static bool notrace ppc_own_rule_fixture(struct page_pool *pool,
+					 struct napi_struct *napi)
+{
+	struct page_pool **own;
+
+	if (READ_ONCE(pool->p.dev))
+		return ppc_pool_of_napi(pool, napi);
+	own = netdev_priv(READ_ONCE(napi->dev));
+	return READ_ONCE(*own) == pool;
+}
+#endif
+
+#ifndef PPC_HAVE_NAPI_PP_PUT_PAGE
+/*
+ * mana_rxq (6.1): mana_poll()'s NAPI is a mana_cq's; an RX CQ points to
+ * its RX queue, which holds its pool (include/net/mana/mana.h:265-292,
+ * 350; mana_en.c:2239-2240). A TX CQ has no rxq: its NAPI owns no pool.
+ * The queue outlives the poll: it is freed after napi_disable() (2033).
+ */
+static bool notrace ppc_own_rule_mana_rxq(struct page_pool *pool,
+					  struct napi_struct *napi)
+{
+	struct mana_cq *cq = container_of(napi, struct mana_cq, napi);
+	enum mana_cq_type type;
+	struct mana_rxq *rxq;
+	struct page_pool *pp;
+
+	/*
+	 * Read without faulting: a mana.ko not built from the Debian source
+	 * the row was pinned to (another layout) makes a refusal, not an oops.
+	 */
+	if (get_kernel_nofault(type, &cq->type) || type != MANA_CQ_TYPE_RX ||
+	    get_kernel_nofault(rxq, &cq->rxq) || !rxq ||
+	    get_kernel_nofault(pp, &rxq->page_pool))
+		return false;
+	return pp == pool;
+}
+#endif
+
 static const struct {
 	const char *module;
 	const char *poll;
 	const char *audit;
+	ppc_own_rule own;
 	bool test;	/* the suite's fixture: pinned to no kernel */
 } ppc_audited[] = {
-#define PPC_AUDITED(mod, fn, lines) \
-	{ .module = #mod, .poll = #fn, .audit = lines },
-#define PPC_AUDITED_TEST(mod, fn, lines) \
-	{ .module = #mod, .poll = #fn, .audit = lines, .test = true },
+#define PPC_AUDITED(mod, fn, rule, lines) \
+	{ .module = #mod, .poll = #fn, .own = ppc_own_rule_##rule, .audit = lines },
+#define PPC_AUDITED_TEST(mod, fn, rule, lines) \
+	{ .module = #mod, .poll = #fn, .own = ppc_own_rule_##rule, .audit = lines, .test = true },
 #include "ppcoal_tables.h"
 #undef PPC_AUDITED_TEST
 #undef PPC_AUDITED
@@ -496,6 +565,8 @@ static const struct {
  */
 #define PPC_AUDIT_WHY	96
 static bool ppc_audit_live[ARRAY_SIZE(ppc_audited)];
+/* Is a live row's rule other than the device rule (ppc_own_nodev())? */
+static bool ppc_own_rules;
 static char ppc_audit_why[ARRAY_SIZE(ppc_audited)][PPC_AUDIT_WHY];
 static bool ppc_audit_said;	/* under ppc_lock */
 
@@ -508,14 +579,31 @@ void ppc_owner_init(void)
 {
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
 		ppc_audit_live[i] = ppc_audited[i].test ||
 				    ppc_verify_audit(ppc_audited[i].module,
 						     ppc_audit_why[i],
 						     PPC_AUDIT_WHY);
+		if (ppc_audit_live[i] && ppc_audited[i].own != ppc_own_rule_dev)
+			ppc_own_rules = true;
+	}
 }
 
-/* Say in dmesg, the first time recycle is on, each row not used. */
+/*
+ * Is row @i's module an earlier row's (vmxnet3's two polls)? Its verdict
+ * is that row's: a driver's audit is verified as a whole.
+ */
+static bool ppc_audit_repeat(int i)
+{
+	int j;
+
+	for (j = 0; j < i; j++)
+		if (!strcmp(ppc_audited[j].module, ppc_audited[i].module))
+			return true;
+	return false;
+}
+
+/* Say in dmesg, the first time recycle is on, each driver not used. */
 static void ppc_audit_say(void)
 {
 	int i;
@@ -524,25 +612,28 @@ static void ppc_audit_say(void)
 		return;
 	ppc_audit_said = true;
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		if (!ppc_audit_live[i])
+		if (!ppc_audit_live[i] && !ppc_audit_repeat(i))
 			pr_info("recycle: %s is not treated as an audited driver here: %s; its pools use the ring. See: ppcoal verify --kernel %s\n",
 				ppc_audited[i].module, ppc_audit_why[i],
 				init_utsname()->release);
 }
 
 #define PPC_EXTRA_MAX	4
+#define PPC_ROW_EXTRA	INT_MAX
 static char ppc_extra[PPC_EXTRA_MAX][MODULE_NAME_LEN];	/* under ppc_lock */
 static int ppc_extra_n;
 
 /*
- * Is the driver that polls @napi audited? Its ->poll function and that
+ * The row of the driver that polls @napi: its index in ppc_audited,
+ * PPC_ROW_EXTRA for a module an expert added, -1 when not audited. Its
+ * ->poll function and that
  * function's module, as kallsyms names them ("fn+off/size [module]"): a
  * row of the table names both, an expert's extra names the module. The
  * module cannot go away meanwhile: this CPU runs inside that poll. The
  * extra list changes only while recycle is not on, when no allocation
  * probe is armed.
  */
-static bool notrace ppc_napi_audited(struct napi_struct *napi)
+static int notrace ppc_napi_row(struct napi_struct *napi)
 {
 	char sym[KSYM_SYMBOL_LEN], *mod, *end, *off;
 	int i;
@@ -552,7 +643,7 @@ static bool notrace ppc_napi_audited(struct napi_struct *napi)
 	end = mod ? strchr(mod, ']') : NULL;
 	off = strchr(sym, '+');
 	if (!end || !off || off > mod)
-		return false;	/* built into the kernel: none is audited */
+		return -1;	/* built into the kernel: none is audited */
 	*end = '\0';
 	*off = '\0';		/* sym is the function's name now */
 	mod++;
@@ -560,11 +651,54 @@ static bool notrace ppc_napi_audited(struct napi_struct *napi)
 		if (ppc_audit_live[i] &&
 		    !strcmp(mod, ppc_audited[i].module) &&
 		    !strcmp(sym, ppc_audited[i].poll))
-			return true;
+			return i;
 	for (i = 0; i < READ_ONCE(ppc_extra_n); i++)
 		if (!strcmp(mod, ppc_extra[i]))
-			return true;
-	return false;
+			return PPC_ROW_EXTRA;
+	return -1;
+}
+
+/*
+ * ppc_napi_row() of the NAPI this CPU polls (softirq), looked up once a
+ * poll: ppc_owner_poll_cb() forgets it at each poll's start, and a NAPI's
+ * ->poll cannot change while it is polled (netif_napi_del() wants it
+ * disabled).
+ */
+static int notrace ppc_poll_row(struct napi_struct *napi)
+{
+	struct ppc_poll_mark *m = this_cpu_ptr(&ppc_polling);
+
+	if (READ_ONCE(m->napi) != (unsigned long)napi)
+		return ppc_napi_row(napi);
+	if (m->row_napi != (unsigned long)napi) {
+		m->row = ppc_napi_row(napi);
+		m->row_napi = (unsigned long)napi;
+	}
+	return m->row;
+}
+
+/* Is @pool @napi's queue's, by the rule of @napi's row (of ppc_napi_row())? */
+static bool notrace ppc_own_ok(int row, struct page_pool *pool,
+			       struct napi_struct *napi)
+{
+	if (row == PPC_ROW_EXTRA)	/* an expert's: the device rule */
+		return ppc_pool_of_napi(pool, napi);
+	return row >= 0 && ppc_audited[row].own(pool, napi);
+}
+
+/*
+ * A pool made without a device (6.1's mana), which the device rule
+ * cannot place: is it this NAPI's queue's by its driver's own rule? Only
+ * when a live row has such a rule, and with the row looked up once a poll
+ * (a kallsyms lookup): a device-less pool this NAPI does not own, whose
+ * pages its poll frees, costs that lookup once a poll, not once a page.
+ */
+static bool notrace ppc_own_nodev(struct page_pool *pool,
+				  struct napi_struct *napi)
+{
+	return READ_ONCE(ppc_own_rules) && !READ_ONCE(pool->p.dev) &&
+	       READ_ONCE(napi->dev) &&
+	       ppc_own_ok(ppc_poll_row(napi), pool, napi);
 }
 
 /* 6.12: does the kernel's own rule place this pool (.napi or cpuid)? */
@@ -622,11 +756,11 @@ void notrace ppc_owner_alloc_cb(unsigned long ip, unsigned long parent_ip,
 		return;	/* nothing new (a second NAPI: shared) */
 	/*
 	 * The audited poll first: only an audited driver's NAPI is read
-	 * further (the backlog NAPI's process_backlog() is built in, never
-	 * audited, and has no device).
+	 * further, by its row's rule (the backlog NAPI's process_backlog() is
+	 * built in, never audited, and has no device).
 	 */
-	if (ppc_pool_placed(pool) || !ppc_napi_audited((void *)napi) ||
-	    !ppc_pool_of_napi(pool, (void *)napi))
+	if (ppc_pool_placed(pool) ||
+	    !ppc_own_ok(ppc_poll_row((void *)napi), pool, (void *)napi))
 		napi = PPC_OWN_NEVER;
 	ppc_own_learn((unsigned long)pool, napi);
 }
@@ -660,6 +794,7 @@ void notrace ppc_owner_poll_cb(unsigned long ip, unsigned long parent_ip,
 		WRITE_ONCE(m->napi, 0);
 		return;
 	}
+	m->row_napi = 0;	/* its row is looked up again, if needed */
 	WRITE_ONCE(m->napi, (unsigned long)napi);
 	ppc_count(RC_POLLS);
 }
@@ -805,7 +940,7 @@ static int ppc_drivers_set(const char *val, const struct kernel_param *kp)
 		 * A module's name has _ where its file may have - (kbuild's
 		 * KBUILD_MODNAME, 6.1 scripts/Makefile.lib:123-126:
 		 * xen-netfront.ko is xen_netfront), and kallsyms names it so
-		 * (ppc_napi_audited()): stored, and read back, as _.
+		 * (ppc_napi_row()): stored, and read back, as _.
 		 */
 		strscpy(names[n], w, MODULE_NAME_LEN);
 		strreplace(names[n++], '-', '_');
@@ -909,7 +1044,7 @@ void ppc_owner_show(struct seq_file *m)
 	/* the rows this kernel may not use, and why */
 	seq_puts(m, "recycle.audited_off:");
 	for (i = 0, b = 0; i < ARRAY_SIZE(ppc_audited); i++) {
-		if (ppc_audit_live[i])
+		if (ppc_audit_live[i] || ppc_audit_repeat(i))
 			continue;
 		seq_printf(m, "%s%s (%s)", b++ ? "; " : " ",
 			   ppc_audited[i].module, ppc_audit_why[i]);

@@ -51,6 +51,9 @@ extern atomic_long_t ppc_own_gen;
 struct ppc_poll_mark {
 	unsigned long napi;
 	unsigned long pool, owner, gen;
+	/* the audited row of row_napi's driver, once looked up in this poll */
+	unsigned long row_napi;
+	int row;
 };
 
 DECLARE_PER_CPU(struct ppc_poll_mark, ppc_polling);

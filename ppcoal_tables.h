@@ -40,7 +40,7 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
 
 #ifdef PPC_AUDITED
 /*
- * PPC_AUDITED(module, poll, audit): drivers whose page pools recycle=on
+ * PPC_AUDITED(module, poll, own, audit): drivers whose page pools recycle=on
  * may put pages straight into, because a reading of their source shows
  * that (1) they allocate from a pool only inside their NAPI poll or while
  * that NAPI is disabled, (2) they destroy a pool only after napi_disable(),
@@ -49,7 +49,11 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
  * that polls while the pool allocates, and that ->poll() must be the
  * function the audit read: a NAPI of the same module polled by another
  * function (another code path: its pools may be filled elsewhere) is not
- * eligible. audit: the lines it rests on (the README's "Direct recycling"
+ * eligible. own: how a pool is told to be that NAPI's queue's (ppcoal_owner.c):
+ * dev, by the device the pool was created for (the netdev's, or its
+ * parent); a driver whose pools name no device gets a rule of its own,
+ * which reads the pool from the NAPI's queue (mana_rxq).
+ * audit: the lines it rests on (the README's "Direct recycling"
  * says what each shows). A row is used only on the Debian versions whose
  * functions its audit read are verified (verified-functions.tsv's
  * audit_MODULE rows; ppc_verify_audit()): a changed driver turns off that
@@ -60,12 +64,12 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
  * The test fixture: only in a build with the test modules (Kbuild), and
  * pinned to no kernel (its code is the suite's own).
  */
-PPC_AUDITED_TEST(ppcoal_fixture, ppf_poll,
+PPC_AUDITED_TEST(ppcoal_fixture, ppf_poll, fixture,
 		 "tests/modules/ppcoal_fixture.c: ppf_pool_buf, ppf_poll, ppf_destroy_pair")
 #endif
 #ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
 /* 6.12 family only: 6.1's veth creates no page pool */
-PPC_AUDITED(veth, veth_poll,
+PPC_AUDITED(veth, veth_poll, dev,
 	    "6.12 drivers/net/veth.c:761,812,940,965-1011,1090-1104")
 /*
  * vmxnet3 (6.12: its pools serve only with an XDP program attached,
@@ -87,9 +91,9 @@ PPC_AUDITED(veth, veth_poll,
  * page_pool.c:953-960). Lines of 6.12.118 (6.12.95: -10 after 1553);
  * every function named here is pinned (verified-functions.tsv).
  */
-PPC_AUDITED(vmxnet3, vmxnet3_poll_rx_only,
+PPC_AUDITED(vmxnet3, vmxnet3_poll_rx_only, dev,
 	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2404-2408,3223,3266-3272 xdp.c:345,417")
-PPC_AUDITED(vmxnet3, vmxnet3_poll,
+PPC_AUDITED(vmxnet3, vmxnet3_poll, dev,
 	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2360-2377,3223,3266-3272 xdp.c:345,417")
 #else
 /*
@@ -101,20 +105,46 @@ PPC_AUDITED(vmxnet3, vmxnet3_poll,
  * (3284), drawn from only in page mode, with XDP attached (808, 880;
  * bnxt_xdp.c:424). Allocations in the poll (1025, 1059, 1171;
  * bnxt_xdp.c:304) or from bnxt_init_rx_rings() before bnxt_enable_napi()
- * (3714, 3728; __bnxt_open_nic() 10582, 10588). The ring's XDP_TX
- * completions share its bnxt_napi (4664-4697) and put directly in that
- * poll (bnxt_xdp.c:159 from 2643); the driver's other direct puts are in
- * the poll (1035, 1073; bnxt_xdp.c:212, 313) or with the NAPI disabled,
- * where 6.1 page_pool puts into the ring outside softirq (3020, 3047).
- * Pools destroyed in bnxt_free_rx_rings() (3263) from __bnxt_close_nic()
- * after bnxt_disable_napi() (10782, 10795), which XDP set-up, MTU and
- * ring changes and resets go through. napi_complete_done() after every
- * free of the poll (2854-2856). Lines of 6.1.192, every function named
- * here pinned (verified-functions.tsv); not tested on hardware (QEMU has
- * no bnxt): the audit was read twice, independently.
+ * (3714, 3728; __bnxt_open_nic() 10582, 10588). RX ring i and, with XDP
+ * (combined channels, bnxt_xdp.c:400-405), its XDP_TX ring share bnapi i
+ * (4662-4663, 4678-4679), whose poll puts XDP_TX completions directly
+ * (bnxt_xdp.c:159 from 2641). The driver's other direct puts run in the
+ * allocating context (771, on a DMA mapping error), in the poll (1035,
+ * 1073; bnxt_xdp.c:212, 313), or in process context with the NAPI
+ * disabled, where 6.1's page_pool falls back to the ring (3020, 3047).
+ * Netpoll calls the poll with budget 0, interrupts off and not through
+ * __napi_poll(): never a direct put of ppcoal's. Pools destroyed in
+ * bnxt_free_rx_rings() (3261 through xdp_rxq_info_unreg(), 3263) from
+ * __bnxt_close_nic() after bnxt_disable_napi() (10782, 10795), which XDP
+ * set-up, MTU, ring and channel changes, resets and error recovery go
+ * through. napi_complete_done() after every free of the poll (2854-2856).
+ * Lines of 6.1.192; the functions the argument rests on are pinned
+ * (verified-functions.tsv), though a new caller in a function not pinned
+ * would not be seen. Not tested on hardware (QEMU has no bnxt): the audit
+ * was read twice, independently.
  */
-PPC_AUDITED(bnxt_en, bnxt_poll_p5,
-	    "6.1 bnxt.c:319-322,1025,1059,1171,2643,2854-2856,3263,3714,10582-10795 xdp.c:159,304")
+PPC_AUDITED(bnxt_en, bnxt_poll_p5, dev,
+	    "6.1 bnxt.c:319-322,1025,1059,1171,2641,2854-2856,3261,3714,10582-10795 xdp.c:159,304")
+/*
+ * mana on 6.1 (Azure): a pool per RX queue, created without a device
+ * (mana_en.c:2164-2182), so the device rule cannot place it: the rule
+ * mana_rxq reads the pool of the RX queue whose completion queue embeds
+ * the polling NAPI (include/net/mana/mana.h:265-292; cq->type and cq->rxq
+ * set at 2239-2240 before the NAPI exists, 2288). TX queues' CQs run
+ * mana_poll() too (2001) but have no rxq (1949-1951): their NAPI owns no
+ * pool. Allocations only in mana_poll() (1625 from mana_refill_rx_oob()
+ * 1656 <- mana_process_rx_cqe() 1737 <- mana_cq_handler() 1797) or
+ * before napi_enable() (mana_alloc_rx_wqe() 2221, 2295); the driver's
+ * one direct put in its poll (1599); napi_disable() before
+ * page_pool_destroy() (2033, 2065); napi_complete_done() last (1807).
+ * 6.12's mana names that same NAPI as the pool's (page_pool_params.napi,
+ * 6.12.117 mana_en.c:2184): the kernel then recycles directly itself.
+ * Lines of 6.1.192; not tested on hardware: the fixture's pools without
+ * a device test the rule. Listed on every 6.1 kernel, as the others (on
+ * one built without mana no NAPI ever runs mana_poll()).
+ */
+PPC_AUDITED(mana, mana_poll, mana_rxq,
+	    "6.1 mana_en.c:1599,1625,1807,2033,2065,2164-2182,2221,2239-2240,2295")
 #endif
 #endif
 

@@ -150,14 +150,24 @@ ku_rows() {
 }
 
 # ku_expect WHY ROWS LINE: WHY, plus what is wrong with $ku's record (ROWS:
-# "path=result ..."), the generated options line made of ROWS, and the
-# hook's LINE (a grep pattern) in the apt output since line $mark of $log
+# "path=result ..." of the paths; each audited driver's row, audit_MODULE,
+# must be ok or name a function the shipped table pins for MODULE: which
+# driver functions Debian changed between the versions is the archive's
+# fact, not the test's), the generated options line made of the record's
+# rows, and the hook's LINE (a grep pattern) in the apt output since line
+# $mark of $log
 ku_expect() {
-	local why=$1 rows want
+	local why=$1 rows paths r m f want
 	rows=$(ku_rows "$ku")
-	[ "$rows" = "$2" ] || why="${why:+$why; }record of $ku: '$rows', not '$2'"
-	# shellcheck disable=SC2086 # ROWS: one word a path
-	want="options ppcoal local_verified=$(printf '%s\n' $2 | sed "s|^\([a-z]*\)=|$KU_VERSION/\1/|" | paste -sd,)"
+	paths=$(tr ' ' '\n' <<<"$rows" | grep -v '^audit_' | paste -sd' ')
+	[ "$paths" = "$2" ] || why="${why:+$why; }record of $ku: '$paths', not '$2'"
+	for r in $(tr ' ' '\n' <<<"$rows" | grep '^audit_'); do
+		m=${r%%=*} f=${r#*=}
+		[ "$f" = ok ] || awk -F'\t' -v m="$m" -v f="$f" '!/^#/ && $3 == m && $5 == f { x = 1 } END { exit !x }' \
+			"$R/usr/share/ppcoal/verified-functions.tsv" ||
+			why="${why:+$why; }record of $ku: $r names no function pinned for $m"
+	done
+	want="options ppcoal local_verified=$(tr ' ' '\n' <<<"$rows" | sed "s|^\([a-z_0-9]*\)=|$KU_VERSION/\1/|" | paste -sd,)"
 	grep -qx "$want" "$R/etc/modprobe.d/ppcoal-local-verified.conf" 2>/dev/null ||
 		why="${why:+$why; }ppcoal-local-verified.conf lacks '$want'"
 	tail -n +"$mark" "$log" | grep -q "$3" ||

@@ -40,6 +40,12 @@
  *              ppf1's own.
  *   skip_own   1: ppf1's poll allocates from its extra pools alone, and
  *              its own pool waits (writable at any time).
+ *   nodev      1: ppf0's and ppf1's pools, the extra ones too, are made
+ *              without a device (page_pool_params.dev), as 6.1's mana
+ *              makes its own; ppcoal's test row then knows ppf1's own
+ *              pool only as the first field of its private data, and
+ *              the extra pools are another queue's (foreign_extra is
+ *              then implied). Not with dma=1.
  *
  *   dma        the pools map their pages for DMA (PP_FLAG_DMA_MAP |
  *              PP_FLAG_DMA_SYNC_DEV, from the device) on QEMU's edu PCI
@@ -133,6 +139,9 @@ MODULE_PARM_DESC(gro, "deliver through napi_gro_receive (else netif_receive_skb)
 static bool dma;
 module_param(dma, bool, 0644);
 MODULE_PARM_DESC(dma, "DMA-mapping pools (PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV) on QEMU's edu PCI device");
+static bool nodev;
+module_param(nodev, bool, 0444);
+MODULE_PARM_DESC(nodev, "the pools of ppf0 and ppf1 are made without a device (page_pool_params.dev), as 6.1's mana makes its own (not with dma=1)");
 static bool refill;
 module_param(refill, bool, 0644);
 MODULE_PARM_DESC(refill, "xen-netfront's pattern: ppf1's buffers from a ring a work item refills from process context while the NAPI is enabled");
@@ -149,9 +158,13 @@ struct ppf_extra {
 };
 
 struct ppf_priv {
+	/*
+	 * First: ppcoal's test row finds a pool made without a device here
+	 * (its rule "fixture", ppcoal_owner.c).
+	 */
+	struct page_pool *pool;
 	struct net_device *peer;
 	struct napi_struct napi;
-	struct page_pool *pool;
 	struct ppf_extra xp;	/* extra_pools more (ppf1) */
 	unsigned int next;	/* the pool ppf_buf() uses next (poll only) */
 	struct sk_buff_head rxq;
@@ -615,7 +628,7 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 		priv->dma_dev = pp.dev;
 		/* a PCI NIC's netdev is its PCI device's child */
 		SET_NETDEV_DEV(dev, dma_dev);
-	} else {
+	} else if (!nodev) {
 		/* the netdev's, as veth's (no DMA mapping) */
 		pp.dev = &dev->dev;
 	}
@@ -632,7 +645,7 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 		err = PTR_ERR(priv->pool);
 		goto free;
 	}
-	if (i && foreign_extra) {
+	if (i && foreign_extra && !nodev) {
 		/* ppf0's pools, as far as the pool can tell (not mapped) */
 		pp.dev = &ppf_dev[0]->dev;
 		pp.flags &= ~(PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV);
@@ -738,6 +751,10 @@ static int ppf_create_pair(void)
 	if (want_dma && foreign_extra) {
 		/* the poll syncs every buffer for the CPU: not an unmapped one */
 		pr_err("foreign_extra=1 with dma=1: the foreign pools are not DMA-mapped; set one of them to 0\n");
+		return -EINVAL;
+	}
+	if (want_dma && nodev) {
+		pr_err("nodev=1 with dma=1: a DMA-mapped pool needs its device; set one of them to 0\n");
 		return -EINVAL;
 	}
 	if (want_dma && ppf_pdev) {
