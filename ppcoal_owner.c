@@ -244,22 +244,23 @@ void ppc_own_want(unsigned long pool, unsigned long napi)
 {
 	struct ppc_own_bucket *b = ppc_bucket(pool);
 	unsigned long flags;
+	bool ours;
 	int i;
 
 	if (ppc_own_resting(pool))
 		return;
+	ours = ppc_pool_of_napi((void *)pool, (void *)napi);
 	/*
 	 * No slot and no free one in its bucket (checked without the lock):
 	 * learning could not record it, so it asks for nothing.
 	 */
 	i = ppc_own_find(b, pool);
 	if (i < 0 && ppc_own_find(b, 0) < 0) {
-		if (ppc_pool_of_napi((void *)pool, (void *)napi))
+		if (ours)
 			ppc_count(RC_TABLE_FULL);
 		return;
 	}
-	if (!ppc_pool_of_napi((void *)pool, (void *)napi) &&
-	    !ppc_own_nodev((void *)pool, (void *)napi))
+	if (!ours && !ppc_own_nodev((void *)pool, (void *)napi))
 		return;
 	if (i < 0) {
 		raw_spin_lock_irqsave(&ppc_own_lock, flags);
@@ -486,7 +487,6 @@ static int ppc_destroy_resolve(void)
 }
 #endif
 
-/* The audited drivers (ppcoal_tables.h), and the ones an expert added. */
 /*
  * The rules that tell a pool to be the polling NAPI's queue's (the own
  * column of ppcoal_tables.h). Each is called only for a NAPI polled by
@@ -543,6 +543,7 @@ static bool notrace ppc_own_rule_mana_rxq(struct page_pool *pool,
 }
 #endif
 
+/* The audited drivers (ppcoal_tables.h), and the ones an expert added. */
 static const struct {
 	const char *module;
 	const char *poll;
@@ -626,8 +627,7 @@ static int ppc_extra_n;
 /*
  * The row of the driver that polls @napi: its index in ppc_audited,
  * PPC_ROW_EXTRA for a module an expert added, -1 when not audited. Its
- * ->poll function and that
- * function's module, as kallsyms names them ("fn+off/size [module]"): a
+ * ->poll function and that function's module, as kallsyms names them ("fn+off/size [module]"): a
  * row of the table names both, an expert's extra names the module. The
  * module cannot go away meanwhile: this CPU runs inside that poll. The
  * extra list changes only while recycle is not on, when no allocation

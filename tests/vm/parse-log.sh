@@ -39,8 +39,10 @@ clean | sed -n 's/.*PPCOAL-RESULT \(PASS\|FAIL\) \([^ ]*\) *\(.*\)$/\1 \2 \3/p' 
 # Lines between PPCOAL-UNLOADED-BEGIN and -END, which a guest test prints
 # only while ppcoal is not loaded (to show a driver's own reports), do not
 # count: they are said apart, on stderr.
-loaded() { clean | awk '/PPCOAL-UNLOADED-BEGIN/ { u = 1 } !u; /PPCOAL-UNLOADED-END/ { u = 0 }'; }
-unl=$(clean | awk '/PPCOAL-UNLOADED-BEGIN/ { u = 1 } u; /PPCOAL-UNLOADED-END/ { u = 0 }' | grep -c -E "$splat" || true)
+# window 1: the lines inside the markers (both included); 0: the others
+window() { clean | awk -v w="$1" '/PPCOAL-UNLOADED-BEGIN/ { u = 1 } u == w; /PPCOAL-UNLOADED-END/ { u = 0 }'; }
+loaded() { window 0; }
+unl=$(window 1 | grep -c -E "$splat" || true)
 [ "$unl" = 0 ] || echo "$prefix: $unl kernel report(s) while ppcoal was not loaded, not counted by dmesg-clean (log: $logf)" >&2
 first_splat=$(loaded | grep -v 'PPCOAL-RESULT' | grep -m1 -E "$splat" || true)
 
