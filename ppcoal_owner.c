@@ -498,11 +498,35 @@ typedef bool (*ppc_own_rule)(struct page_pool *pool, struct napi_struct *napi);
 /* dev: by the device the pool was made for (ppc_pool_of_napi()) */
 #define ppc_own_rule_dev ppc_pool_of_napi
 
+/*
+ * dev_rx: the device rule, for a pool made to receive only. stmmac (6.12)
+ * makes its pools DMA_BIDIRECTIONAL exactly when an XDP program is
+ * attached (6.12.118 drivers/net/ethernet/stmicro/stmmac/stmmac_main.c:
+ * 2039), and its transmit NAPI then puts XDP_TX pages back into them
+ * directly (xdp_return_frame_rx_napi(), 2721): a second NAPI at the
+ * pool's cache. Attaching or removing a program makes new pools
+ * (stmmac_xdp.c:123-135), so a pool's direction holds for its life.
+ */
+static bool notrace ppc_own_rule_dev_rx(struct page_pool *pool,
+					struct napi_struct *napi)
+{
+	return READ_ONCE(pool->p.dma_dir) == DMA_FROM_DEVICE &&
+	       ppc_pool_of_napi(pool, napi);
+}
+
+/* Does @own place only pools made for a device (not ppc_own_nodev())? */
+static bool ppc_own_rule_by_dev(ppc_own_rule own)
+{
+	return own == ppc_own_rule_dev || own == ppc_own_rule_dev_rx;
+}
+
 #ifdef PPC_TEST_ROWS
 /*
- * fixture: the device rule, or, for a pool made without a device
- * (ppcoal_fixture's nodev=1), the pool its netdev's private data begins
- * with (tests/modules/ppcoal_fixture.c, struct ppf_priv).
+ * fixture: stmmac's rule (dev_rx: the fixture's xdp_tx=1 makes ppf1's
+ * pools bidirectional, with another NAPI freeing their pages), or, for a
+ * pool made without a device (ppcoal_fixture's nodev=1), the pool its
+ * netdev's private data begins with (tests/modules/ppcoal_fixture.c,
+ * struct ppf_priv).
  */
 static bool notrace ppc_own_rule_fixture(struct page_pool *pool,
 					 struct napi_struct *napi)
@@ -510,7 +534,7 @@ static bool notrace ppc_own_rule_fixture(struct page_pool *pool,
 	struct page_pool **own;
 
 	if (READ_ONCE(pool->p.dev))
-		return ppc_pool_of_napi(pool, napi);
+		return ppc_own_rule_dev_rx(pool, napi);
 	own = netdev_priv(READ_ONCE(napi->dev));
 	return READ_ONCE(*own) == pool;
 }
@@ -566,7 +590,7 @@ static const struct {
  */
 #define PPC_AUDIT_WHY	96
 static bool ppc_audit_live[ARRAY_SIZE(ppc_audited)];
-/* Is a live row's rule other than the device rule (ppc_own_nodev())? */
+/* Can a live row's rule place a pool without a device (ppc_own_nodev())? */
 static bool ppc_own_rules;
 static char ppc_audit_why[ARRAY_SIZE(ppc_audited)][PPC_AUDIT_WHY];
 static bool ppc_audit_said;	/* under ppc_lock */
@@ -585,7 +609,7 @@ void ppc_owner_init(void)
 				    ppc_verify_audit(ppc_audited[i].module,
 						     ppc_audit_why[i],
 						     PPC_AUDIT_WHY);
-		if (ppc_audit_live[i] && ppc_audited[i].own != ppc_own_rule_dev)
+		if (ppc_audit_live[i] && !ppc_own_rule_by_dev(ppc_audited[i].own))
 			ppc_own_rules = true;
 	}
 }

@@ -49,9 +49,11 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
  * that polls while the pool allocates, and that ->poll() must be the
  * function the audit read: a NAPI of the same module polled by another
  * function (another code path: its pools may be filled elsewhere) is not
- * eligible. own: how a pool is told to be that NAPI's queue's (ppcoal_owner.c):
- * dev, by the device the pool was created for (the netdev's, or its
- * parent); a driver whose pools name no device gets a rule of its own,
+ * eligible. own: how a pool is told to be that NAPI's queue's
+ * (ppcoal_owner.c): dev, by the device the pool was created for (the
+ * netdev's, or its parent); dev_rx, the same for a pool made to receive
+ * only (stmmac's pools made for XDP are not: another NAPI puts into
+ * them); a driver whose pools name no device gets a rule of its own,
  * which reads the pool from the NAPI's queue (mana_rxq).
  * audit: the lines it rests on (the README's "Direct recycling"
  * says what each shows). A row is used only on the Debian versions whose
@@ -95,6 +97,11 @@ PPC_AUDITED(vmxnet3, vmxnet3_poll_rx_only, dev,
 	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2404-2408,3223,3266-3272 xdp.c:345,417")
 PPC_AUDITED(vmxnet3, vmxnet3_poll, dev,
 	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2360-2377,3223,3266-3272 xdp.c:345,417")
+/*
+ * stmmac (STMMAC_PLACEHOLDER)
+ */
+PPC_AUDITED(stmmac, stmmac_napi_poll_rx, dev_rx,
+	    "6.12 stmmac_main.c:2039,2721,5788 xdp.c:123-135")
 #else
 /*
  * bnxt_en on 6.1, P5 chips only (bnxt_init_napi(): bnxt_poll_p5 with
