@@ -593,6 +593,11 @@ static bool ppc_audit_live[ARRAY_SIZE(ppc_audited)];
 /* Can a live row's rule place a pool without a device (ppc_own_nodev())? */
 static bool ppc_own_rules;
 static char ppc_audit_why[ARRAY_SIZE(ppc_audited)][PPC_AUDIT_WHY];
+/*
+ * Is row i's module an earlier row's (vmxnet3's two polls)? Its verdict
+ * is that row's: a driver's audit is verified as a whole, and named once.
+ */
+static bool ppc_audit_repeat[ARRAY_SIZE(ppc_audited)];
 static bool ppc_audit_said;	/* under ppc_lock */
 
 /**
@@ -602,9 +607,12 @@ static bool ppc_audit_said;	/* under ppc_lock */
  */
 void ppc_owner_init(void)
 {
-	int i;
+	int i, j;
 
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
+		for (j = 0; j < i; j++)
+			if (!strcmp(ppc_audited[j].module, ppc_audited[i].module))
+				ppc_audit_repeat[i] = true;
 		ppc_audit_live[i] = ppc_audited[i].test ||
 				    ppc_verify_audit(ppc_audited[i].module,
 						     ppc_audit_why[i],
@@ -612,20 +620,6 @@ void ppc_owner_init(void)
 		if (ppc_audit_live[i] && !ppc_own_rule_by_dev(ppc_audited[i].own))
 			ppc_own_rules = true;
 	}
-}
-
-/*
- * Is row @i's module an earlier row's (vmxnet3's two polls)? Its verdict
- * is that row's: a driver's audit is verified as a whole.
- */
-static bool ppc_audit_repeat(int i)
-{
-	int j;
-
-	for (j = 0; j < i; j++)
-		if (!strcmp(ppc_audited[j].module, ppc_audited[i].module))
-			return true;
-	return false;
 }
 
 /* Say in dmesg, the first time recycle is on, each driver not used. */
@@ -637,7 +631,7 @@ static void ppc_audit_say(void)
 		return;
 	ppc_audit_said = true;
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		if (!ppc_audit_live[i] && !ppc_audit_repeat(i))
+		if (!ppc_audit_live[i] && !ppc_audit_repeat[i])
 			pr_info("recycle: %s is not treated as an audited driver here: %s; its pools use the ring. See: ppcoal verify --kernel %s\n",
 				ppc_audited[i].module, ppc_audit_why[i],
 				init_utsname()->release);
@@ -1068,7 +1062,7 @@ void ppc_owner_show(struct seq_file *m)
 	/* the rows this kernel may not use, and why */
 	seq_puts(m, "recycle.audited_off:");
 	for (i = 0, b = 0; i < ARRAY_SIZE(ppc_audited); i++) {
-		if (ppc_audit_live[i] || ppc_audit_repeat(i))
+		if (ppc_audit_live[i] || ppc_audit_repeat[i])
 			continue;
 		seq_printf(m, "%s%s (%s)", b++ ? "; " : " ",
 			   ppc_audited[i].module, ppc_audit_why[i]);
