@@ -115,9 +115,11 @@ PPC_AUDITED(vmxnet3, vmxnet3_poll, dev,
  * last (5788-5793). Pool pages reach skbs only as split-header payload
  * (sec_page) or the further buffers of a frame (5688-5710): the first is
  * copied and recycled by the driver. Lines of 6.12.118 (6.12.95: +14
- * before 2525, +12 before 3372, -4 before 4090, -88 from 4952, -89 from
- * 7196); every function named is pinned. Not tested on hardware (QEMU has
- * no stmmac): read twice; the fixture's xdp_tx=1 tests the rule.
+ * for 1204-2524, +12 for 2571-3371, -4 for 3447-4089, -74 for 4803-4930,
+ * -88 for 4952-7194, -89 from 7196); every function named is pinned, and
+ * stmmac_xdp_is_enabled() (stmmac.h), the test behind 2024. Not tested on
+ * hardware (QEMU has no stmmac): read twice; the fixture's xdp_tx=1 tests
+ * the rule.
  */
 PPC_AUDITED(stmmac, stmmac_napi_poll_rx, dev_rx,
 	    "6.12 stmmac_main.c:1947,2039,2721,4018,4849-4855,5787-5793,5955-5962,6970-7085")

@@ -216,11 +216,14 @@ t_recycle_nodev() {
 }
 
 # stmmac's rule (dev_rx, issue 36): a pool made for XDP (DMA_BIDIRECTIONAL),
-# whose pages another NAPI completes, is never the poll's alone. The
-# fixture's xdp_tx=1 makes ppf1's pools so and sends one frame in four back
-# to ppf0's poll; its row's rule is stmmac's. First the pools judged not
+# whose pages stmmac's transmit NAPI puts back, is never the poll's alone.
+# The fixture's xdp_tx=1 makes ppf1's pools so and sends one frame in four
+# back to ppf0's poll (freed there as skbs: the fixture does not race its
+# own pool); its row's rule is stmmac's. First the pool judged not
 # eligible, with no direct put; then the same pair made to receive only
-# (xdp_tx=0): ppf1's pool recycles directly, so the refusal was the rule's.
+# (xdp_tx=0): ppf1's pool recycles directly, so the refusal was the rule's
+# (with the plain device rule the first half fails: direct puts, the pool
+# known as owned).
 not_eligible_known() { [ "$(val recycle.tracked_not_eligible)" -gt 0 ]; }
 t_recycle_xdptx() {
 	begin recycle-xdptx
@@ -236,9 +239,12 @@ t_recycle_xdptx() {
 	eq "$(ppf1_field xdptx)" 1 "ppf1's pools made bidirectional"
 	# the debug kernels flood about 500 frames in 3 s, a quarter sent back
 	gt "$t0" 50 "ppf1's pages completed in ppf0's poll"
-	gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 100 "pages of the bidirectional pool freed in ppf1's poll, refused as not eligible"
+	# ppf1's pool's pages, freed in ppf1's poll and in ppf0's
+	gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 100 "pages of the bidirectional pool refused as not eligible"
 	eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "no direct put into a bidirectional pool"
-	eq "$(val recycle.tracked_known)" 0 "no pool known as owned"
+	# ppf0's own pool (receive only) may be learned from the ARP replies
+	# of the pair's set-up; ppf1's must not be
+	le "$(val recycle.tracked_known)" 1 "no pool but ppf0's known as owned"
 	check_sums /tmp/a /tmp/b
 	fixture_down || bad "xdp_tx=1: pools did not drain"
 	fixture_up frag_pool=0 linear=0 xdp_tx=0 || bad "fixture_up xdp_tx=0"

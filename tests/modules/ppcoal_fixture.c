@@ -77,16 +77,16 @@
  *              instead of 1 leaves it out and does 32 rounds, the lock
  *              dropped between: the forced experiment, and its control).
  *
- *   xdp_tx     stmmac's pattern with an XDP program attached (6.12.118
+ *   xdp_tx     stmmac's pools with an XDP program attached (6.12.118
  *              stmmac_main.c:2039, 2721): ppf1's pools are made
  *              DMA_BIDIRECTIONAL, and one frame in four of ppf1's poll is
- *              "sent back": ppf0's NAPI frees it (tx-done in .../pools),
- *              a completion of ppf1's pool pages in another NAPI.
- *              stmmac's puts them into the cache; the fixture puts them
- *              through ppcoal's hook (an skb freed in ppf0's poll), as
- *              a direct put from a second NAPI would race ppf1's poll on
- *              another CPU. ppcoal's rule for such pools (dev_rx) must
- *              refuse them.
+ *              "sent back": ppf0's NAPI frees it (txdone in .../pools).
+ *              stmmac's transmit NAPI puts such pages into the receive
+ *              pool's cache, a second writer; the fixture frees them as
+ *              skbs (ppcoal's hook, ppf0's poll: never direct), since its
+ *              own direct put from a second NAPI would be the very race.
+ *              So it tests ppcoal's rule for such pools (dev_rx: refused
+ *              by their direction), not the race. Not with nodev=1.
  *
  * 6.12: writing to .../withdraw calls page_pool_disable_direct_recycling()
  * on ppf1's pool (a driver withdrawing direct recycling from a live pool).
@@ -154,7 +154,7 @@ static bool nodev;
 module_param(nodev, bool, 0444);
 MODULE_PARM_DESC(nodev, "the pools of ppf0 and ppf1 are made without a device (page_pool_params.dev), as 6.1's mana makes its own (not with dma=1)");
 static bool xdp_tx;
-module_param(xdp_tx, bool, 0644);
+module_param(xdp_tx, bool, 0444);
 MODULE_PARM_DESC(xdp_tx, "stmmac's XDP pattern: ppf1's pools DMA_BIDIRECTIONAL, one frame in four completed in ppf0's poll");
 static bool refill;
 module_param(refill, bool, 0644);
@@ -478,7 +478,7 @@ static int __ppf_poll(struct napi_struct *napi, int budget)
 		atomic_long_inc(&priv->rx_packets);
 		atomic_long_add(src->len, &priv->rx_bytes);
 		napi_consume_skb(src, budget);
-		if (priv->xdp_tx && !(priv->tx_turn++ % 4) &&
+		if (priv->xdp_tx && !(++priv->tx_turn % 4) &&
 		    ppf_send_back(priv, skb))
 			continue;
 		skb->protocol = eth_type_trans(skb, dev);
@@ -816,6 +816,11 @@ static int ppf_create_pair(void)
 	if (want_dma && foreign_extra) {
 		/* the poll syncs every buffer for the CPU: not an unmapped one */
 		pr_err("foreign_extra=1 with dma=1: the foreign pools are not DMA-mapped; set one of them to 0\n");
+		return -EINVAL;
+	}
+	if (nodev && xdp_tx) {
+		/* the fixture row's rule reads the direction of device pools */
+		pr_err("nodev=1 with xdp_tx=1: a pool without a device is placed by the private data, not its direction; set one of them to 0\n");
 		return -EINVAL;
 	}
 	if (want_dma && nodev) {
