@@ -27,6 +27,10 @@
 #   dmesg-unloaded   parse-log.sh leaves out of dmesg-clean a report between
 #                    PPCOAL-UNLOADED-BEGIN and -END (ppcoal not loaded),
 #                    says so, and still fails one outside the markers
+#   census           ppcoal-verify-kernel's callers_census of a driver file:
+#                    the calls of the page-pool and NAPI APIs per function,
+#                    counted; a new caller in any function changes it, a
+#                    change elsewhere does not
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
@@ -454,4 +458,52 @@ if [ -z "$why" ]; then
 	echo "PASS host:insn-windows"
 else
 	echo "FAIL host:insn-windows: $why"
+fi
+
+# census: a file of three functions and a struct at column 0; the census
+# is written here by hand
+why=""
+d=$(mktemp -d)
+cat >"$d/drv.c" <<'EOC'
+static int drv_poll(struct napi_struct *napi, int budget)
+{
+	page = page_pool_dev_alloc_pages(rq->pool);
+	if (done < budget && napi_complete_done(napi, done))
+		enable_irq(rq);
+	page_pool_put_full_page(rq->pool, page, true);
+	page_pool_put_full_page (rq->pool, page2, true);
+	return done;
+}
+
+static const struct net_device_ops drv_ops = {
+	.ndo_open = drv_open,
+};
+
+static void
+drv_close(struct drv *d)
+{
+	napi_disable(&d->napi); page_pool_destroy(d->pool);
+}
+
+int drv_reset(struct drv *d)
+{
+	return 0;
+}
+EOC
+eval "$(sed -n '/^census() {/,/^}/p;/^body() {/,/^}/p' scripts/ppcoal-verify-kernel)"
+got=$(body "$d/drv.c" callers_census | tr '\n' ';')
+want="1 drv_close napi_disable;1 drv_close page_pool_destroy;1 drv_poll napi_complete_done;1 drv_poll page_pool_dev_alloc_pages;2 drv_poll page_pool_put_full_page;"
+[ "$got" = "$want" ] || why="gave \"$got\", not \"$want\""
+h0=$(body "$d/drv.c" callers_census | sha256sum)
+sed -i 's/^\treturn 0;$/\tpage_pool_put_full_page(d->pool, d->page, false);\n\treturn 0;/' "$d/drv.c"
+[ "$(body "$d/drv.c" callers_census | sha256sum)" != "$h0" ] || why="$why${why:+; }a new caller (drv_reset) left the census as it was"
+sed -i 's/enable_irq(rq);/enable_irq(rq->irq);/' "$d/drv.c"
+h1=$(body "$d/drv.c" callers_census | sha256sum)
+sed -i 's/enable_irq(rq->irq);/enable_irq(rq);/' "$d/drv.c"
+[ "$(body "$d/drv.c" callers_census | sha256sum)" = "$h1" ] || why="$why${why:+; }a change without a call moved the census"
+rm -rf "$d"
+if [ -z "$why" ]; then
+	echo "PASS host:census"
+else
+	echo "FAIL host:census: $why"
 fi
