@@ -209,16 +209,20 @@ static DEFINE_MUTEX(ppf_lock);	/* pair creation and teardown, ppf_pdev */
 static struct pci_dev *ppf_pdev;	/* the bound edu device, for dma=1 */
 static char ppf_report[2048];	/* teardown verdicts, newest last */
 
+/* The peer's private data while it is up, else NULL. */
+static struct ppf_priv *ppf_peer_up(struct ppf_priv *priv)
+{
+	struct net_device *peer = READ_ONCE(priv->peer);
+
+	return peer && netif_running(peer) ? netdev_priv(peer) : NULL;
+}
+
 static netdev_tx_t ppf_xmit(struct sk_buff *skb, struct net_device *dev)
 {
 	struct ppf_priv *priv = netdev_priv(dev);
-	struct net_device *peer = READ_ONCE(priv->peer);
-	struct ppf_priv *pp;
+	struct ppf_priv *pp = ppf_peer_up(priv);
 
-	if (!peer || !netif_running(peer))
-		goto drop;
-	pp = netdev_priv(peer);
-	if (skb_queue_len(&pp->rxq) >= PPF_RXQ_MAX)
+	if (!pp || skb_queue_len(&pp->rxq) >= PPF_RXQ_MAX)
 		goto drop;
 	skb_orphan(skb);
 	atomic_long_inc(&priv->tx_packets);
@@ -351,13 +355,9 @@ static void ppf_sync_for_cpu(struct ppf_priv *priv, struct page *page,
  */
 static bool ppf_send_back(struct ppf_priv *priv, struct sk_buff *skb)
 {
-	struct net_device *peer = READ_ONCE(priv->peer);
-	struct ppf_priv *pp;
+	struct ppf_priv *pp = ppf_peer_up(priv);
 
-	if (!peer || !netif_running(peer))
-		return false;
-	pp = netdev_priv(peer);
-	if (skb_queue_len(&pp->txc) >= PPF_RXQ_MAX)
+	if (!pp || skb_queue_len(&pp->txc) >= PPF_RXQ_MAX)
 		return false;
 	skb_queue_tail(&pp->txc, skb);
 	napi_schedule(&pp->napi);
