@@ -498,7 +498,7 @@ for off in none "stmmac (stmmac_rx changed since its audit)"; do
 		[ "$r" = "  recycle   can act: audited driver (stmmac:stmmac_napi_poll_rx)" ] ||
 			bad "stmmac behind dwmac_intel, its row live: '$r'"
 	else
-		[ "$r" = "  recycle   no: intel-eth-pci is audited, but not on this kernel: stmmac_rx changed since its audit" ] ||
+		[ "$r" = "  recycle   no: intel-eth-pci (stmmac) is audited, but not on this kernel: stmmac_rx changed since its audit" ] ||
 			bad "stmmac behind dwmac_intel, its row off: '$r'"
 	fi
 done
