@@ -647,10 +647,9 @@ static int ppc_extra_n;
  * PPC_ROW_EXTRA for a module an expert added, -1 when not audited. Its
  * ->poll function and that function's module, as kallsyms names them
  * ("fn+off/size [module]"): a row of the table names both, an expert's
- * extra names the module. The
- * module cannot go away meanwhile: this CPU runs inside that poll. The
- * extra list changes only while recycle is not on, when no allocation
- * probe is armed.
+ * extra names the module. The module cannot go away meanwhile: this CPU
+ * runs inside that poll. The extra list changes only while recycle is not
+ * on, when no allocation probe is armed.
  */
 static int notrace ppc_napi_row(struct napi_struct *napi)
 {
