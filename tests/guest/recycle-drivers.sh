@@ -268,7 +268,8 @@ t_recycle_audit() {
 	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
 	# each audited driver with the ->poll() its audit read (9318b09)
 	# the rows of this kernel family, in the table's order: 6.1's veth and
-	# vmxnet3 have no page pool; 6.12's bnxt_en and mana name their NAPI
+	# vmxnet3 have no page pool, its stmmac passes the stack no pool page;
+	# 6.12's bnxt_en and mana name their NAPI
 	aud=ppcoal_fixture:ppf_poll,veth:veth_poll,vmxnet3:vmxnet3_poll_rx_only,vmxnet3:vmxnet3_poll,stmmac:stmmac_napi_poll_rx
 	! on_61 || aud=ppcoal_fixture:ppf_poll,bnxt_en:bnxt_poll_p5,mana:mana_poll
 	eq "$(val recycle.audited_drivers)" "$aud" "audited drivers listed"
