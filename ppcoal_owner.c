@@ -498,11 +498,35 @@ typedef bool (*ppc_own_rule)(struct page_pool *pool, struct napi_struct *napi);
 /* dev: by the device the pool was made for (ppc_pool_of_napi()) */
 #define ppc_own_rule_dev ppc_pool_of_napi
 
+/*
+ * dev_rx: the device rule, for a pool made to receive only. stmmac (6.12)
+ * makes its pools DMA_BIDIRECTIONAL exactly when an XDP program is
+ * attached (6.12.118 drivers/net/ethernet/stmicro/stmmac/stmmac_main.c:
+ * 2039), and its transmit NAPI then puts XDP_TX pages back into them
+ * directly (xdp_return_frame_rx_napi(), 2721): a second NAPI at the
+ * pool's cache. Attaching or removing a program makes new pools
+ * (stmmac_xdp.c:123-135), so a pool's direction holds for its life.
+ */
+static bool notrace ppc_own_rule_dev_rx(struct page_pool *pool,
+					struct napi_struct *napi)
+{
+	return READ_ONCE(pool->p.dma_dir) == DMA_FROM_DEVICE &&
+	       ppc_pool_of_napi(pool, napi);
+}
+
+/* Does @own place only pools made for a device (not ppc_own_nodev())? */
+static bool ppc_own_rule_by_dev(ppc_own_rule own)
+{
+	return own == ppc_own_rule_dev || own == ppc_own_rule_dev_rx;
+}
+
 #ifdef PPC_TEST_ROWS
 /*
- * fixture: the device rule, or, for a pool made without a device
- * (ppcoal_fixture's nodev=1), the pool its netdev's private data begins
- * with (tests/modules/ppcoal_fixture.c, struct ppf_priv).
+ * fixture: stmmac's rule (dev_rx: the fixture's xdp_tx=1 makes ppf1's
+ * pools bidirectional, with another NAPI freeing their pages), or, for a
+ * pool made without a device (ppcoal_fixture's nodev=1), the pool its
+ * netdev's private data begins with (tests/modules/ppcoal_fixture.c,
+ * struct ppf_priv).
  */
 static bool notrace ppc_own_rule_fixture(struct page_pool *pool,
 					 struct napi_struct *napi)
@@ -510,7 +534,7 @@ static bool notrace ppc_own_rule_fixture(struct page_pool *pool,
 	struct page_pool **own;
 
 	if (READ_ONCE(pool->p.dev))
-		return ppc_pool_of_napi(pool, napi);
+		return ppc_own_rule_dev_rx(pool, napi);
 	own = netdev_priv(READ_ONCE(napi->dev));
 	return READ_ONCE(*own) == pool;
 }
@@ -566,9 +590,14 @@ static const struct {
  */
 #define PPC_AUDIT_WHY	96
 static bool ppc_audit_live[ARRAY_SIZE(ppc_audited)];
-/* Is a live row's rule other than the device rule (ppc_own_nodev())? */
+/* Can a live row's rule place a pool without a device (ppc_own_nodev())? */
 static bool ppc_own_rules;
 static char ppc_audit_why[ARRAY_SIZE(ppc_audited)][PPC_AUDIT_WHY];
+/*
+ * Is row i's module an earlier row's (vmxnet3's two polls)? Its verdict
+ * is that row's: a driver's audit is verified as a whole, and named once.
+ */
+static bool ppc_audit_repeat[ARRAY_SIZE(ppc_audited)];
 static bool ppc_audit_said;	/* under ppc_lock */
 
 /**
@@ -578,30 +607,19 @@ static bool ppc_audit_said;	/* under ppc_lock */
  */
 void ppc_owner_init(void)
 {
-	int i;
+	int i, j;
 
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
+		for (j = 0; j < i; j++)
+			if (!strcmp(ppc_audited[j].module, ppc_audited[i].module))
+				ppc_audit_repeat[i] = true;
 		ppc_audit_live[i] = ppc_audited[i].test ||
 				    ppc_verify_audit(ppc_audited[i].module,
 						     ppc_audit_why[i],
 						     PPC_AUDIT_WHY);
-		if (ppc_audit_live[i] && ppc_audited[i].own != ppc_own_rule_dev)
+		if (ppc_audit_live[i] && !ppc_own_rule_by_dev(ppc_audited[i].own))
 			ppc_own_rules = true;
 	}
-}
-
-/*
- * Is row @i's module an earlier row's (vmxnet3's two polls)? Its verdict
- * is that row's: a driver's audit is verified as a whole.
- */
-static bool ppc_audit_repeat(int i)
-{
-	int j;
-
-	for (j = 0; j < i; j++)
-		if (!strcmp(ppc_audited[j].module, ppc_audited[i].module))
-			return true;
-	return false;
 }
 
 /* Say in dmesg, the first time recycle is on, each driver not used. */
@@ -613,7 +631,7 @@ static void ppc_audit_say(void)
 		return;
 	ppc_audit_said = true;
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		if (!ppc_audit_live[i] && !ppc_audit_repeat(i))
+		if (!ppc_audit_live[i] && !ppc_audit_repeat[i])
 			pr_info("recycle: %s is not treated as an audited driver here: %s; its pools use the ring. See: ppcoal verify --kernel %s\n",
 				ppc_audited[i].module, ppc_audit_why[i],
 				init_utsname()->release);
@@ -627,11 +645,11 @@ static int ppc_extra_n;
 /*
  * The row of the driver that polls @napi: its index in ppc_audited,
  * PPC_ROW_EXTRA for a module an expert added, -1 when not audited. Its
- * ->poll function and that function's module, as kallsyms names them ("fn+off/size [module]"): a
- * row of the table names both, an expert's extra names the module. The
- * module cannot go away meanwhile: this CPU runs inside that poll. The
- * extra list changes only while recycle is not on, when no allocation
- * probe is armed.
+ * ->poll function and that function's module, as kallsyms names them
+ * ("fn+off/size [module]"): a row of the table names both, an expert's
+ * extra names the module. The module cannot go away meanwhile: this CPU
+ * runs inside that poll. The extra list changes only while recycle is not
+ * on, when no allocation probe is armed.
  */
 static int notrace ppc_napi_row(struct napi_struct *napi)
 {
@@ -1044,7 +1062,7 @@ void ppc_owner_show(struct seq_file *m)
 	/* the rows this kernel may not use, and why */
 	seq_puts(m, "recycle.audited_off:");
 	for (i = 0, b = 0; i < ARRAY_SIZE(ppc_audited); i++) {
-		if (ppc_audit_live[i] || ppc_audit_repeat(i))
+		if (ppc_audit_live[i] || ppc_audit_repeat[i])
 			continue;
 		seq_printf(m, "%s%s (%s)", b++ ? "; " : " ",
 			   ppc_audited[i].module, ppc_audit_why[i]);

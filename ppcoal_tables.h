@@ -49,9 +49,11 @@ PPC_PATH(VIRTIO, virtio, "optimised: build_skb becomes napi_build_skb",
  * that polls while the pool allocates, and that ->poll() must be the
  * function the audit read: a NAPI of the same module polled by another
  * function (another code path: its pools may be filled elsewhere) is not
- * eligible. own: how a pool is told to be that NAPI's queue's (ppcoal_owner.c):
- * dev, by the device the pool was created for (the netdev's, or its
- * parent); a driver whose pools name no device gets a rule of its own,
+ * eligible. own: how a pool is told to be that NAPI's queue's
+ * (ppcoal_owner.c): dev, by the device the pool was created for (the
+ * netdev's, or its parent); dev_rx, the same for a pool made to receive
+ * only (stmmac's pools made for XDP are not: another NAPI puts into
+ * them); a driver whose pools name no device gets a rule of its own,
  * which reads the pool from the NAPI's queue (mana_rxq).
  * audit: the lines it rests on (the README's "Direct recycling"
  * says what each shows). A row is used only on the Debian versions whose
@@ -95,6 +97,32 @@ PPC_AUDITED(vmxnet3, vmxnet3_poll_rx_only, dev,
 	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2404-2408,3223,3266-3272 xdp.c:345,417")
 PPC_AUDITED(vmxnet3, vmxnet3_poll, dev,
 	    "6.12 vmxnet3_drv.c:678,2067,2195-2204,2360-2377,3223,3266-3272 xdp.c:345,417")
+/*
+ * stmmac (6.12): a pool per RX queue, of the parent device, without .napi
+ * (stmmac_main.c:2025-2043). Only pools made without an XDP program,
+ * DMA_FROM_DEVICE (2024, 2039), are eligible (rule dev_rx): XDP_TX
+ * completions put an XDP pool's pages directly from the TX NAPI of the
+ * queue the CPU picks (2721; 5038-5047, 5065), and a program comes or
+ * goes only with every NAPI disabled and the pools made anew
+ * (stmmac_xdp.c:123-135; 6970, 6982, 7007, 7085). Allocations in the
+ * queue's own stmmac_napi_poll_rx() (4849, 4855 <- 5759 <- 5787), in
+ * netpoll's budget-0 poll (interrupts off: ppcoal neither learns nor puts
+ * there), or before any poll can reach the pool (3871-3878; an MTU
+ * change fills new pools at 5955 and swaps them in with the NAPIs off,
+ * 5962, 3933; 7014; XSK 6866-6872 only with XDP on); destroyed (1947)
+ * only after napi_disable() (4018, 6970, stmmac_xdp.c:37-39, 75-76); the
+ * driver's own direct puts in that poll (5576, 5687); napi_complete_done()
+ * last (5788-5793). Pool pages reach skbs only as split-header payload
+ * (sec_page) or the further buffers of a frame (5688-5710): the first is
+ * copied and recycled by the driver. Lines of 6.12.118 (6.12.95: +14
+ * for 1204-2524, +12 for 2571-3371, -4 for 3447-4089, -74 for 4803-4930,
+ * -88 for 4952-7194, -89 from 7196); every function named is pinned, and
+ * stmmac_xdp_is_enabled() (stmmac.h), the test behind 2024. Not tested on
+ * hardware (QEMU has no stmmac): read twice; the fixture's xdp_tx=1 tests
+ * the rule.
+ */
+PPC_AUDITED(stmmac, stmmac_napi_poll_rx, dev_rx,
+	    "6.12 stmmac_main.c:1947,2039,2721,4018,4849-4855,5787-5793,5955-5962,6970-7085")
 #else
 /*
  * bnxt_en on 6.1, P5 chips only (bnxt_init_napi(): bnxt_poll_p5 with

@@ -27,6 +27,10 @@
 #   dmesg-unloaded   parse-log.sh leaves out of dmesg-clean a report between
 #                    PPCOAL-UNLOADED-BEGIN and -END (ppcoal not loaded),
 #                    says so, and still fails one outside the markers
+#   census           ppcoal-verify-kernel's callers_census of a driver file:
+#                    the calls of the page-pool and NAPI APIs per function,
+#                    counted; a new caller in any function changes it, a
+#                    change elsewhere does not
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PPCOAL_CACHE:-/var/cache/ppcoal}
@@ -454,4 +458,70 @@ if [ -z "$why" ]; then
 	echo "PASS host:insn-windows"
 else
 	echo "FAIL host:insn-windows: $why"
+fi
+
+# census: a file of functions, a struct and a label at column 0; the census
+# is written here by hand. Then a new caller, a change without a call, the
+# locale (en_US sorts "_" apart: built from Debian's locales data when it is
+# there) and a file without a call.
+why=""
+d=$(mktemp -d)
+cat >"$d/drv.c" <<'EOC'
+static int drv_poll(struct napi_struct *napi, int budget)
+{
+	page = page_pool_dev_alloc_pages(rq->pool);
+	if (done < budget && napi_complete_done(napi, done))
+		enable_irq(rq);
+	page_pool_put_full_page(rq->pool, page, true);
+	page_pool_put_full_page (rq->pool, page2, true);
+	drv_napi_enable(rq);
+	return done;
+}
+
+static const struct net_device_ops drv_ops = {
+	.ndo_open = drv_open,
+};
+
+static void
+drv_close (struct drv *d)
+{
+	napi_disable(&d->napi); page_pool_destroy(d->pool);
+out:	if (d->xdp)
+		xdp_return_frame(d->frame);
+}
+
+static void __drv_fill(struct drv *d)
+{
+	d->page = page_pool_dev_alloc_pages(d->pool);
+}
+
+int __drv_reset(struct drv *d)
+{
+	return 0;
+}
+EOC
+eval "$(sed -n '/^census() {/,/^}/p;/^body() {/,/^}/p' scripts/ppcoal-verify-kernel)"
+got=$(body "$d/drv.c" callers_census | tr '\n' ';')
+want="1 __drv_fill page_pool_dev_alloc_pages;1 drv_close napi_disable;1 drv_close page_pool_destroy;1 drv_close xdp_return_frame;1 drv_poll napi_complete_done;1 drv_poll page_pool_dev_alloc_pages;2 drv_poll page_pool_put_full_page;"
+[ "$got" = "$want" ] || why="gave \"$got\", not \"$want\""
+h0=$(body "$d/drv.c" callers_census | sha256sum)
+if localedef -i en_US -f UTF-8 "$d/en_US.UTF-8" 2>/dev/null; then
+	# (bash itself warns that it cannot use the locale: its sort child does)
+	[ "$( (LOCPATH=$d LC_ALL=en_US.UTF-8 body "$d/drv.c" callers_census) 2>/dev/null | sha256sum)" = "$h0" ] ||
+		why="$why${why:+; }the census differs under en_US.UTF-8"
+else
+	echo "SKIP host:census: no en_US locale data (the locales package) for the locale case" >&2
+fi
+sed -i 's/^\treturn 0;$/\tpage_pool_put_full_page(d->pool, d->page, false);\n\treturn 0;/' "$d/drv.c"
+h1=$(body "$d/drv.c" callers_census | sha256sum)
+[ "$h1" != "$h0" ] || why="$why${why:+; }a new caller (__drv_reset) left the census as it was"
+sed -i 's/enable_irq(rq);/enable_irq(rq->irq);/' "$d/drv.c"
+[ "$(body "$d/drv.c" callers_census | sha256sum)" = "$h1" ] || why="$why${why:+; }a change without a call moved the census"
+printf 'int f(void)\n{\n\treturn 0;\n}\n' >"$d/none.c"
+[ "$(body "$d/none.c" callers_census)" = none ] || why="$why${why:+; }a file without a call: not \"none\""
+rm -rf "$d"
+if [ -z "$why" ]; then
+	echo "PASS host:census"
+else
+	echo "FAIL host:census: $why"
 fi

@@ -483,6 +483,25 @@ status "$B" "$T/o" "$T/e"
 has "$T/o" "  recycle   no: veth is audited, but not on this kernel: its audit is not verified for Debian 6.12.200-1" ||
 	bad "veth's audit off: no line naming it"
 has "$T/o" "  recycle   can act" && bad "veth's audit off, yet recycle can act on an interface"
+# stmmac's interfaces are bound to a glue module (dwmac_intel, driver
+# intel-eth-pci), while its row names stmmac, the module of its poll: the
+# driver table's module finds the row, live or off
+nic "$B" eth1 8 pci intel-eth-pci dwmac_intel
+for off in none "stmmac (stmmac_rx changed since its audit)"; do
+	for f in stats.before stats.after; do
+		sed -i "s/^recycle.audited_drivers: .*/recycle.audited_drivers: ppcoal_fixture:ppf_poll,veth:veth_poll,stmmac:stmmac_napi_poll_rx/
+			s/^recycle.audited_off: .*/recycle.audited_off: $off/" "$B/$f"
+	done
+	status "$B" "$T/o" "$T/e"
+	r=$(awk '/^eth1: / { on = 1; next } on && /^[^ ]/ { exit } on && /^  recycle / { print }' "$T/o")
+	if [ "$off" = none ]; then
+		[ "$r" = "  recycle   can act: audited driver (stmmac:stmmac_napi_poll_rx)" ] ||
+			bad "stmmac behind dwmac_intel, its row live: '$r'"
+	else
+		[ "$r" = "  recycle   no: intel-eth-pci (stmmac) is audited, but not on this kernel: stmmac_rx changed since its audit" ] ||
+			bad "stmmac behind dwmac_intel, its row off: '$r'"
+	fi
+done
 report status-pagepool
 
 # C: a Debian 12 host with an e1000e NIC alone: virtio waits for

@@ -215,6 +215,50 @@ t_recycle_nodev() {
 	cleanup
 }
 
+# stmmac's rule (dev_rx, issue 36): a pool made for XDP (DMA_BIDIRECTIONAL),
+# whose pages stmmac's transmit NAPI puts back, is never the poll's alone.
+# The fixture's xdp_tx=1 makes ppf1's pools so and sends one frame in four
+# back to ppf0's poll (freed there as skbs: the fixture does not race its
+# own pool); its row's rule is stmmac's. First the pool judged not
+# eligible, with no direct put; then the same pair made to receive only
+# (xdp_tx=0): ppf1's pool recycles directly, so the refusal was the rule's
+# (with the plain device rule the first half fails: direct puts, the pool
+# known as owned).
+not_eligible_known() { [ "$(val recycle.tracked_not_eligible)" -gt 0 ]; }
+t_recycle_xdptx() {
+	begin recycle-xdptx
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	fixture_up frag_pool=0 linear=0 xdp_tx=1 || bad "fixture_up xdp_tx=1"
+	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
+	flood_until not_eligible_known ||
+		bad "ppf1's bidirectional pool not judged in 15 s of drop floods"
+	t0=$(ppf_field ppf0 txdone)
+	recycle_flood /tmp/a /tmp/b 3
+	t0=$(($(ppf_field ppf0 txdone) - t0))
+	echo "METRIC $(uname -r) recycle-xdptx xdp_tx=1 direct=$(delta recycle.direct /tmp/a /tmp/b) ring=$(delta recycle.ring /tmp/a /tmp/b) not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b) txdone=$t0"
+	eq "$(ppf1_field xdptx)" 1 "ppf1's pools made bidirectional"
+	# the debug kernels flood about 500 frames in 3 s, a quarter sent back
+	gt "$t0" 50 "ppf1's pages completed in ppf0's poll"
+	# ppf1's pool's pages, freed in ppf1's poll and in ppf0's
+	gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 100 "pages of the bidirectional pool refused as not eligible"
+	eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "no direct put into a bidirectional pool"
+	# ppf0's own pool (receive only) may be learned from the ARP replies
+	# of the pair's set-up; ppf1's must not be
+	le "$(val recycle.tracked_known)" 1 "no pool but ppf0's known as owned"
+	check_sums /tmp/a /tmp/b
+	fixture_down || bad "xdp_tx=1: pools did not drain"
+	fixture_up frag_pool=0 linear=0 xdp_tx=0 || bad "fixture_up xdp_tx=0"
+	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
+	flood_until_known || bad "ppf1's receive-only pool not learned in 15 s of drop floods"
+	recycle_flood /tmp/c /tmp/d 3
+	echo "METRIC $(uname -r) recycle-xdptx xdp_tx=0 direct_pm=$(direct_pm /tmp/c /tmp/d) direct=$(delta recycle.direct /tmp/c /tmp/d)"
+	eq "$(ppf1_field xdptx)" 0 "ppf1's pools made to receive only"
+	gt "$(direct_pm /tmp/c /tmp/d)" 900 "the receive-only pool recycles directly (per mille)"
+	fixture_down || bad "xdp_tx=0: pools did not drain"
+	end
+	cleanup
+}
+
 # A pool of a driver that is not audited is never recycled directly (issue
 # 12.10-12): the fixture under another module name is not on the list, and
 # becomes eligible only when an expert adds it (recycle_drivers, a - in a
@@ -224,8 +268,9 @@ t_recycle_audit() {
 	ppcoal_load coalesce=off virtio=off recycle=observe || bad "insmod ppcoal"
 	# each audited driver with the ->poll() its audit read (9318b09)
 	# the rows of this kernel family, in the table's order: 6.1's veth and
-	# vmxnet3 have no page pool; 6.12's bnxt_en and mana name their NAPI
-	aud=ppcoal_fixture:ppf_poll,veth:veth_poll,vmxnet3:vmxnet3_poll_rx_only,vmxnet3:vmxnet3_poll
+	# vmxnet3 have no page pool, its stmmac passes the stack no pool page;
+	# 6.12's bnxt_en and mana name their NAPI
+	aud=ppcoal_fixture:ppf_poll,veth:veth_poll,vmxnet3:vmxnet3_poll_rx_only,vmxnet3:vmxnet3_poll,stmmac:stmmac_napi_poll_rx
 	! on_61 || aud=ppcoal_fixture:ppf_poll,bnxt_en:bnxt_poll_p5,mana:mana_poll
 	eq "$(val recycle.audited_drivers)" "$aud" "audited drivers listed"
 	# the microbenchmark module's dummy NAPI polls and frees its own
@@ -385,9 +430,9 @@ t_recycle_veth_xdp() {
 		V=6.12.999-1
 		for r in veth_poll none ok; do
 			rmmod ppcoal || bad "rmmod ppcoal"
-			# vmxnet3, the family's other audited driver, recorded
-			# equal: only veth's row varies
-			lv=$V/coalesce/ok,$V/recycle/ok,$V/virtio/ok,$V/audit_vmxnet3/ok
+			# vmxnet3 and stmmac, the family's other audited
+			# drivers, recorded equal: only veth's row varies
+			lv=$V/coalesce/ok,$V/recycle/ok,$V/virtio/ok,$V/audit_vmxnet3/ok,$V/audit_stmmac/ok
 			[ $r = none ] || lv=$lv,$V/audit_veth/$r
 			ppcoal_load coalesce=off virtio=off recycle=on test_debian_version=$V local_verified=$lv ||
 				bad "insmod ppcoal, $V, veth's record $r"

@@ -77,6 +77,17 @@
  *              instead of 1 leaves it out and does 32 rounds, the lock
  *              dropped between: the forced experiment, and its control).
  *
+ *   xdp_tx     stmmac's pools with an XDP program attached (6.12.118
+ *              stmmac_main.c:2039, 2721): ppf1's pools are made
+ *              DMA_BIDIRECTIONAL, and one frame in four of ppf1's poll is
+ *              "sent back": ppf0's NAPI frees it (txdone in .../pools).
+ *              stmmac's transmit NAPI puts such pages into the receive
+ *              pool's cache, a second writer; the fixture frees them as
+ *              skbs (ppcoal's hook, ppf0's poll: never direct), since its
+ *              own direct put from a second NAPI would be the very race.
+ *              So it tests ppcoal's rule for such pools (dev_rx: refused
+ *              by their direction), not the race. Not with nodev=1.
+ *
  * 6.12: writing to .../withdraw calls page_pool_disable_direct_recycling()
  * on ppf1's pool (a driver withdrawing direct recycling from a live pool).
  *
@@ -142,6 +153,9 @@ MODULE_PARM_DESC(dma, "DMA-mapping pools (PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV
 static bool nodev;
 module_param(nodev, bool, 0444);
 MODULE_PARM_DESC(nodev, "the pools of ppf0 and ppf1 are made without a device (page_pool_params.dev), as 6.1's mana makes its own (not with dma=1)");
+static bool xdp_tx;
+module_param(xdp_tx, bool, 0444);
+MODULE_PARM_DESC(xdp_tx, "stmmac's XDP pattern: ppf1's pools DMA_BIDIRECTIONAL, one frame in four completed in ppf0's poll");
 static bool refill;
 module_param(refill, bool, 0644);
 MODULE_PARM_DESC(refill, "xen-netfront's pattern: ppf1's buffers from a ring a work item refills from process context while the NAPI is enabled");
@@ -180,6 +194,10 @@ struct ppf_priv {
 	struct ppf_rbuf ring[PPF_RING];
 	unsigned int ring_n;
 	struct delayed_work refill_work;
+	bool xdp_tx;		/* xdp_tx=1 (ppf1) */
+	unsigned int tx_turn;	/* poll only */
+	struct sk_buff_head txc;	/* sent back by the peer, to complete */
+	atomic_long_t tx_done;	/* completed here, of the peer's pools */
 	atomic_long_t rx_packets, rx_bytes, rx_dropped;
 	atomic_long_t rx_pages;	/* pool pages this poll passed up */
 	atomic_long_t tx_packets, tx_bytes, tx_dropped;
@@ -191,16 +209,20 @@ static DEFINE_MUTEX(ppf_lock);	/* pair creation and teardown, ppf_pdev */
 static struct pci_dev *ppf_pdev;	/* the bound edu device, for dma=1 */
 static char ppf_report[2048];	/* teardown verdicts, newest last */
 
+/* The peer's private data while it is up, else NULL. */
+static struct ppf_priv *ppf_peer_up(struct ppf_priv *priv)
+{
+	struct net_device *peer = READ_ONCE(priv->peer);
+
+	return peer && netif_running(peer) ? netdev_priv(peer) : NULL;
+}
+
 static netdev_tx_t ppf_xmit(struct sk_buff *skb, struct net_device *dev)
 {
 	struct ppf_priv *priv = netdev_priv(dev);
-	struct net_device *peer = READ_ONCE(priv->peer);
-	struct ppf_priv *pp;
+	struct ppf_priv *pp = ppf_peer_up(priv);
 
-	if (!peer || !netif_running(peer))
-		goto drop;
-	pp = netdev_priv(peer);
-	if (skb_queue_len(&pp->rxq) >= PPF_RXQ_MAX)
+	if (!pp || skb_queue_len(&pp->rxq) >= PPF_RXQ_MAX)
 		goto drop;
 	skb_orphan(skb);
 	atomic_long_inc(&priv->tx_packets);
@@ -322,7 +344,35 @@ static void ppf_sync_for_cpu(struct ppf_priv *priv, struct page *page,
 	if (priv->dma_dev)
 		dma_sync_single_range_for_cpu(priv->dma_dev,
 					      page_pool_get_dma_addr(page),
-					      off, len, DMA_FROM_DEVICE);
+					      off, len,
+					      page_pool_get_dma_dir(page->pp));
+}
+
+/*
+ * xdp_tx=1: send @skb back to the peer, whose poll completes it
+ * (ppf_tx_complete()), as an XDP_TX frame completes in stmmac's transmit
+ * NAPI. False when the peer cannot take it.
+ */
+static bool ppf_send_back(struct ppf_priv *priv, struct sk_buff *skb)
+{
+	struct ppf_priv *pp = ppf_peer_up(priv);
+
+	if (!pp || skb_queue_len(&pp->txc) >= PPF_RXQ_MAX)
+		return false;
+	skb_queue_tail(&pp->txc, skb);
+	napi_schedule(&pp->napi);
+	return true;
+}
+
+/* Free what the peer sent back: its pool's pages, in this NAPI's poll. */
+static void ppf_tx_complete(struct ppf_priv *priv, int budget)
+{
+	struct sk_buff *skb;
+
+	while ((skb = skb_dequeue(&priv->txc))) {
+		atomic_long_inc(&priv->tx_done);
+		napi_consume_skb(skb, budget);
+	}
 }
 
 static struct sk_buff *ppf_build_linear(struct ppf_priv *priv,
@@ -410,6 +460,7 @@ static int __ppf_poll(struct napi_struct *napi, int budget)
 	struct sk_buff *src, *skb;
 	int done = 0;
 
+	ppf_tx_complete(priv, budget);
 	while (done < budget && (src = skb_dequeue(&priv->rxq))) {
 		done++;
 		if (skb_linearize(src)) {
@@ -427,6 +478,9 @@ static int __ppf_poll(struct napi_struct *napi, int budget)
 		atomic_long_inc(&priv->rx_packets);
 		atomic_long_add(src->len, &priv->rx_bytes);
 		napi_consume_skb(src, budget);
+		if (priv->xdp_tx && !(++priv->tx_turn % 4) &&
+		    ppf_send_back(priv, skb))
+			continue;
 		skb->protocol = eth_type_trans(skb, dev);
 		skb->ip_summed = CHECKSUM_UNNECESSARY;
 		if (atomic_add_unless(&priv->hold, -1, 0)) {
@@ -451,7 +505,7 @@ static int __ppf_poll(struct napi_struct *napi, int budget)
 		spin_unlock(&priv->ring_lock);
 	}
 	if (done < budget && napi_complete_done(napi, done) &&
-	    !skb_queue_empty(&priv->rxq))
+	    (!skb_queue_empty(&priv->rxq) || !skb_queue_empty(&priv->txc)))
 		napi_schedule(napi);
 	return done;
 }
@@ -500,6 +554,7 @@ static int ppf_stop(struct net_device *dev)
 	hrtimer_cancel(&priv->irq_timer);
 	napi_disable(&priv->napi);
 	skb_queue_purge(&priv->rxq);
+	skb_queue_purge(&priv->txc);
 	/* nothing fills the ring any more: its buffers go home */
 	spin_lock_bh(&priv->ring_lock);
 	ppf_ring_empty(priv);
@@ -594,6 +649,11 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 		.order = 0,
 		.pool_size = 256,
 		.nid = NUMA_NO_NODE,
+		/*
+		 * Used by the kernel only with PP_FLAG_DMA_MAP (dma=1); ppcoal's
+		 * fixture row reads it as stmmac's (dev_rx)
+		 */
+		.dma_dir = DMA_FROM_DEVICE,
 	};
 	struct net_device *dev;
 	struct ppf_priv *priv;
@@ -608,6 +668,7 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 	priv->linear = linear;
 	skb_queue_head_init(&priv->rxq);
 	skb_queue_head_init(&priv->held);
+	skb_queue_head_init(&priv->txc);
 	priv->irq_usecs = irq_usecs;
 	hrtimer_init(&priv->irq_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	priv->irq_timer.function = ppf_irq_timer;
@@ -615,6 +676,7 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 	INIT_DELAYED_WORK(&priv->refill_work, ppf_refill_fn);
 	/* refill=1: ppf1 only, ppf0 (the sender's side) stays audited */
 	priv->refill = i && refill;
+	priv->xdp_tx = i && xdp_tx;
 	netif_napi_add(dev, &priv->napi,
 		       priv->refill ? ppf_poll_ring : ppf_poll);
 	if (dma_dev) {
@@ -623,7 +685,6 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 		 */
 		pp.dev = dma_dev;
 		pp.flags |= PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV;
-		pp.dma_dir = DMA_FROM_DEVICE;
 		pp.max_len = PAGE_SIZE;
 		priv->dma_dev = pp.dev;
 		/* a PCI NIC's netdev is its PCI device's child */
@@ -636,6 +697,8 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 	if (frag_pool)
 		pp.flags |= PP_FLAG_PAGE_FRAG;
 #endif
+	if (priv->xdp_tx)	/* as stmmac's for XDP: its extra ones too */
+		pp.dma_dir = DMA_BIDIRECTIONAL;
 #ifdef PPC_HAVE_NAPI_PP_PUT_PAGE
 	if (pp_napi)
 		pp.napi = &priv->napi;
@@ -716,6 +779,8 @@ static void ppf_destroy_pair(void)
 		priv = netdev_priv(ppf_dev[i]);
 		atomic_set(&priv->hold, 0);
 		skb_queue_purge(&priv->held);
+		/* a device already down keeps what was sent back after */
+		skb_queue_purge(&priv->txc);
 		pool[i] = priv->pool;
 		xp[i] = priv->xp;	/* past the device's life */
 		strscpy(name[i], ppf_dev[i]->name, IFNAMSIZ);
@@ -753,6 +818,11 @@ static int ppf_create_pair(void)
 		pr_err("foreign_extra=1 with dma=1: the foreign pools are not DMA-mapped; set one of them to 0\n");
 		return -EINVAL;
 	}
+	if (nodev && xdp_tx) {
+		/* the fixture row's rule reads the direction of device pools */
+		pr_err("nodev=1 with xdp_tx=1: a pool without a device is placed by the private data, not its direction; set one of them to 0\n");
+		return -EINVAL;
+	}
 	if (want_dma && nodev) {
 		pr_err("nodev=1 with dma=1: a DMA-mapped pool needs its device; set one of them to 0\n");
 		return -EINVAL;
@@ -786,12 +856,13 @@ static int ppf_create_pair(void)
 	p1 = netdev_priv(ppf_dev[1]);
 	p0->peer = ppf_dev[1];
 	p1->peer = ppf_dev[0];
-	pr_info("ppf0/ppf1: %s pool, %s skbs%s%s%s%s\n",
+	pr_info("ppf0/ppf1: %s pool, %s skbs%s%s%s%s%s\n",
 		frag_pool ? "frag" : "page-per-buffer",
 		linear ? "linear (build_skb)" : "header + page-frag",
 		pp_napi ? ", pp_params.napi set" : "", gro ? ", GRO" : "",
 		dma_dev ? ", DMA-mapped on the edu device" : "",
-		refill ? ", ppf1 refilled from process context" : "");
+		refill ? ", ppf1 refilled from process context" : "",
+		xdp_tx ? ", ppf1's pools bidirectional, sent back to ppf0" : "");
 	return 0;
 }
 
@@ -850,13 +921,14 @@ static int ppf_pools_show(struct seq_file *m, void *v)
 			continue;
 		priv = netdev_priv(ppf_dev[i]);
 		ppf_count_pool(priv->pool, &c);
-		seq_printf(m, "%s frag %d linear %d dma %d refill %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld held %u rxpages %ld directputs %ld\n",
+		seq_printf(m, "%s frag %d linear %d dma %d refill %d hold %ld release %ld cached %ld ring %ld carving %ld inflight %ld held %u rxpages %ld directputs %ld xdptx %d txdone %ld\n",
 			   ppf_dev[i]->name, priv->frag, priv->linear,
 			   !!priv->dma_dev, priv->refill, c.hold,
 			   c.release, c.cached, c.ring, c.frag, c.inflight,
 			   skb_queue_len(&priv->held),
 			   atomic_long_read(&priv->rx_pages),
-			   ppf_direct_puts(priv));
+			   ppf_direct_puts(priv), priv->xdp_tx,
+			   atomic_long_read(&priv->tx_done));
 	}
 	mutex_unlock(&ppf_lock);
 	return 0;
