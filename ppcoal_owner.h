@@ -58,6 +58,10 @@ struct ppc_poll_mark {
 
 DECLARE_PER_CPU(struct ppc_poll_mark, ppc_polling);
 
+/* The poll wrapper (ppcoal_owner_wrap.S) and the text it marks for. */
+void ppc_wrap(void);
+extern unsigned long ppc_napi_poll_start, ppc_napi_poll_size;
+
 static __always_inline struct ppc_own_bucket *ppc_bucket(unsigned long pool)
 {
 	return &ppc_owners[hash_long(pool, PPC_OWN_SHIFT)];
