@@ -979,7 +979,7 @@ static int ppc_marks_on(void)
 	if (!recycle_wrap)
 		return ppc_track("recycle_wrap=0");
 	if (READ_ONCE(ppc_extra_n))
-		return ppc_track("recycle_drivers names drivers whose poll functions are not known");
+		return ppc_track("recycle_drivers: their poll functions are unknown");
 	ret = ppc_resolve_symbol(NULL, "__napi_poll", &ppc_napi_poll_start,
 				 &ppc_napi_poll_size);
 	if (ret)

@@ -259,6 +259,83 @@ t_recycle_xdptx() {
 	cleanup
 }
 
+# The poll marks (issue 37): with recycle=on a wrapper attached as an
+# ftrace direct call to each audited poll function marks that poll alone,
+# following the driver's module in and out; where it cannot be attached
+# (recycle_wrap=0, or a function an IPMODIFY or direct-call user already
+# holds) the __napi_poll tracker marks every poll instead, said in stats
+# and dmesg, and pages still go direct. A stack walked inside the wrapped
+# poll unwinds through the wrapper to __napi_poll with no unwinder error.
+# marks_are WANT LABEL: recycle.poll_marks is WANT
+marks_are() { eq "$(val recycle.poll_marks)" "$1" "$2: poll marks"; }
+# wrap_direct LABEL: the fixture's pool learned and recycling directly
+wrap_direct() {
+	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$1: blackhole neighbour"
+	flood_until_known || bad "$1: ppf1's pool not learned in 15 s of drop floods"
+	recycle_flood /tmp/a /tmp/b 2
+	gt "$(direct_pm /tmp/a /tmp/b)" 900 "$1: direct puts per mille"
+	echo "METRIC $(uname -r) recycle-wrap $1: direct_pm=$(direct_pm /tmp/a /tmp/b) polls=$(delta recycle.napi_polls /tmp/a /tmp/b) rx=$(delta recycle.calls /tmp/a /tmp/b)"
+}
+# stack_through WANT LABEL: a stack walked in ppf_poll() has ppf_poll's
+# caller(s) WANT ("ppc_wrap __napi_poll" or "__napi_poll") and no error
+stack_through() {
+	echo 1 >$FX/stack || bad "$2: arm the stack walk"
+	drop_flood 1
+	cat $FX/stack >/tmp/stack
+	got=$(awk '$1 == "frame" { sub(/\+.*/, "", $2); f[n++] = $2 }
+		END { for (i = 0; i < n; i++) if (f[i] == "ppf_poll") break
+			for (j = i + 1; j < n && j <= i + 2; j++) s = s (s ? " " : "") f[j]
+			print s }' /tmp/stack)
+	case "$got" in
+	"$1"*) ;;
+	*) bad "$2: ppf_poll's callers \"$got\", not \"$1\": $(tr '\n' ' ' </tmp/stack)" ;;
+	esac
+	eq "$(awk '$1 == "error" { print $2 }' /tmp/stack)" 0 "$2: the unwinder's verdict"
+}
+t_recycle_wrap() {
+	begin recycle-wrap
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	marks_are "wrapper (no audited driver loaded)" "no fixture"
+	# the wrapper follows the fixture's module in and out
+	fixture_up frag_pool=0 linear=0 || bad "fixture_up"
+	marks_are "wrapper on ppf_poll" "fixture loaded"
+	grep -q "ppf_poll.*ppcoal_owner_wrap\|ppf_poll.*ppc_wrap" /sys/kernel/tracing/enabled_functions ||
+		bad "ppf_poll's call site does not reach ppc_wrap: $(grep ppf_poll /sys/kernel/tracing/enabled_functions)"
+	wrap_direct wrapped
+	stack_through "ppc_wrap __napi_poll" wrapped
+	# an IPMODIFY user (a livepatch's kind) is refused on a wrapped poll
+	! insmod /ko/ppcoal_conflict.ko also=ppf_poll 2>/dev/null ||
+		bad "an IPMODIFY ops registered on the wrapped ppf_poll"
+	grep -q '^ppcoal_conflict ' /proc/modules && rmmod ppcoal_conflict
+	fixture_down || bad "wrapped: pools did not drain"
+	marks_are "wrapper (no audited driver loaded)" "fixture unloaded"
+	# the poll held by an IPMODIFY user: the tracker, said
+	echo off >$P/recycle || bad "recycle=off"
+	fixture_up frag_pool=0 linear=0 || bad "fixture_up again"
+	insmod /ko/ppcoal_conflict.ko also=ppf_poll || bad "insmod ppcoal_conflict also=ppf_poll"
+	dmesg -c >/dev/null
+	echo on >$P/recycle || bad "recycle=on beside the IPMODIFY user"
+	marks_are "tracker on every poll (ppf_poll cannot be wrapped (-16: a BPF program or a livepatch on it?))" "ppf_poll held"
+	dmesg | grep -q "ppcoal: recycle: every NAPI poll is marked by the __napi_poll tracker: ppf_poll cannot be wrapped" ||
+		bad "the fallback not said in dmesg"
+	wrap_direct tracker
+	stack_through "__napi_poll" tracker
+	echo off >$P/recycle || bad "recycle=off"
+	rmmod ppcoal_conflict || bad "rmmod ppcoal_conflict"
+	echo on >$P/recycle || bad "recycle=on again"
+	marks_are "wrapper on ppf_poll" "ppf_poll free again"
+	fixture_down || bad "tracker: pools did not drain"
+	ppcoal_unload || bad "rmmod ppcoal"
+	# recycle_wrap=0: the tracker on every poll
+	ppcoal_load coalesce=off virtio=off recycle=on recycle_wrap=0 || bad "insmod recycle_wrap=0"
+	fixture_up frag_pool=0 linear=0 || bad "fixture_up recycle_wrap=0"
+	marks_are "tracker on every poll (recycle_wrap=0)" "recycle_wrap=0"
+	wrap_direct recycle_wrap=0
+	fixture_down || bad "recycle_wrap=0: pools did not drain"
+	end
+	cleanup
+}
+
 # A pool of a driver that is not audited is never recycled directly (issue
 # 12.10-12): the fixture under another module name is not on the list, and
 # becomes eligible only when an expert adds it (recycle_drivers, a - in a
