@@ -1276,7 +1276,7 @@ void ppc_owner_show(struct seq_file *m)
 		seq_printf(m, "%s tracker on every poll (%s)", b ? ";" : "",
 			   ppc_track_why);
 	else if (ppc_marking && !b)
-		seq_puts(m, " wrapper (no audited driver loaded)");
+		seq_puts(m, " wrapper on none");
 	seq_puts(m, "\n");
 	mutex_unlock(&ppc_lock);
 	seq_puts(m, "recycle.audited_drivers:");

@@ -295,7 +295,7 @@ stack_through() {
 t_recycle_wrap() {
 	begin recycle-wrap
 	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
-	marks_are "wrapper (no audited driver loaded)" "no fixture"
+	marks_are "wrapper on none" "no fixture"
 	# the wrapper follows the fixture's module in and out
 	fixture_up frag_pool=0 linear=0 || bad "fixture_up"
 	marks_are "wrapper on ppf_poll" "fixture loaded"
@@ -308,7 +308,7 @@ t_recycle_wrap() {
 		bad "an IPMODIFY ops registered on the wrapped ppf_poll"
 	grep -q '^ppcoal_conflict ' /proc/modules && rmmod ppcoal_conflict
 	fixture_down || bad "wrapped: pools did not drain"
-	marks_are "wrapper (no audited driver loaded)" "fixture unloaded"
+	marks_are "wrapper on none" "fixture unloaded"
 	# the poll held by an IPMODIFY user: the tracker, said
 	echo off >$P/recycle || bad "recycle=off"
 	fixture_up frag_pool=0 linear=0 || bad "fixture_up again"
@@ -360,8 +360,11 @@ t_recycle_audit() {
 	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
 	snap /tmp/b
 	eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "not audited: no direct put"
-	gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 1900 "not audited: denied as not eligible"
-	gt "$(val recycle.tracked_not_eligible)" 0 "the pool is recorded as not eligible"
+	# its poll is not wrapped (issue 37): never marked, its pool never
+	# learned (with the tracker: marked, and the pool judged not eligible)
+	eq "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "not audited: no poll marked"
+	gt "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 1900 "not audited: freed in no marked poll"
+	eq "$(val recycle.tracked_not_eligible)/$(val recycle.tracked_unknown)/$(delta recycle.learn_armed /tmp/a /tmp/b)" 0/0/0 "not audited: no slot, no learning"
 	echo ppcoal_microbench >$P/recycle_drivers 2>/dev/null && bad "recycle_drivers accepted while on"
 	echo "bad name!" >$P/recycle_drivers 2>/dev/null && bad "an invalid recycle_drivers accepted"
 	echo observe >$P/recycle
@@ -385,6 +388,8 @@ t_recycle_audit() {
 	eq "$(val recycle.audited_drivers)" "$aud,ppcoal_microbench(added)" "an added driver listed, whole module"
 	dmesg_has "added to the audited list at the administrator's risk" || bad "no dmesg warning for recycle_drivers"
 	echo on >$P/recycle || bad "recycle=on"
+	# its poll function is not known: the tracker marks every poll
+	eq "$(val recycle.poll_marks)" "tracker on every poll (recycle_drivers: their poll functions are unknown)" "an added driver: the tracker"
 	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
 	sleep 0.3
 	snap /tmp/a
@@ -523,6 +528,7 @@ t_recycle_veth_xdp() {
 			echo "METRIC $(uname -r) recycle-veth-xdp pinned record=$r direct_pm=$pm not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
 			if [ $r = ok ]; then
 				gt "$pm" 900 "veth's functions equal in $V: ppcoal recycles veth's pool directly (per mille)"
+				eq "$(val recycle.poll_marks)" "wrapper on veth_poll" "veth's functions equal in $V: veth_poll wrapped"
 				eq "$(val recycle.audited_off)" none "veth's functions equal in $V: no row off"
 			elif [ $r = none ]; then
 				gt "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 200 "no record of veth's functions in $V: veth page-pool pages on the recycle path"
@@ -530,7 +536,9 @@ t_recycle_veth_xdp() {
 				eq "$(val recycle.audited_off)" "veth (its audit is not verified for Debian $V)" "no record of veth's functions in $V: the row off, named"
 			else
 				eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "veth_poll changed in $V: no direct put"
-				gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 200 "veth_poll changed in $V: veth's pages not eligible"
+				# its poll not wrapped (issue 37): freed in no marked poll
+				eq "$(val recycle.poll_marks)" "wrapper on none" "veth_poll changed in $V: not wrapped"
+				gt "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 200 "veth_poll changed in $V: veth's pages freed in no marked poll"
 				eq "$(val recycle.audited_off)" "veth (veth_poll differs in Debian $V from the audited sources)" "veth_poll changed in $V: the row off, named"
 				dmesg_has "recycle: veth is not treated as an audited driver here: veth_poll differs in Debian $V" ||
 					bad "veth_poll changed in $V: no dmesg line"
