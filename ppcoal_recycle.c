@@ -73,11 +73,13 @@
  */
 static bool ppc_direct_ok(unsigned long pool, bool placed)
 {
+	unsigned int pc = preempt_count();
 	struct ppc_poll_mark *m;
 	unsigned long napi, owner, gen;
 
-	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !in_softirq() || in_hardirq() ||
-	    in_nmi() || irqs_disabled()) {
+	/* in_softirq(), !in_hardirq(), !in_nmi() (linux/preempt.h), one test */
+	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !(pc & SOFTIRQ_MASK) ||
+	    (pc & (HARDIRQ_MASK | NMI_MASK)) || irqs_disabled()) {
 		ppc_count(RC_DENY_NOT_SOFTIRQ);
 		return false;
 	}
@@ -90,15 +92,18 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 	}
 	gen = atomic_long_read(&ppc_own_gen);
 	smp_rmb();	/* pairs with ppc_own_changed() */
+	/* This CPU's last lookup, still valid: its owner is a NAPI. */
 	if (m->pool == pool && m->gen == gen) {
-		owner = m->owner;
-	} else {
-		owner = ppc_own_lookup(pool);
-		if (owner > PPC_OWN_VERDICT) {
-			m->pool = pool;
-			m->owner = owner;
-			m->gen = gen;
-		}
+		if (m->owner == napi)
+			return true;
+		ppc_count(RC_DENY_ELSEWHERE);
+		return false;
+	}
+	owner = ppc_own_lookup(pool);
+	if (owner > PPC_OWN_VERDICT) {
+		m->pool = pool;
+		m->owner = owner;
+		m->gen = gen;
 	}
 	if (!owner) {
 		ppc_count(RC_DENY_UNKNOWN);
