@@ -21,6 +21,7 @@
 #include <linux/uaccess.h>
 #include <linux/utsname.h>
 #include <linux/workqueue.h>
+#include <asm/text-patching.h>	/* CALL_INSN_OPCODE */
 #include <trace/events/napi.h>
 #ifndef PPC_HAVE_NAPI_PP_PUT_PAGE
 #include <net/mana/mana.h>	/* the mana_rxq rule */
@@ -686,8 +687,9 @@ static int notrace ppc_napi_row(struct napi_struct *napi)
 }
 
 /*
- * ppc_napi_row() of the NAPI this CPU polls (softirq), looked up once a
- * poll: ppc_owner_poll_cb() forgets it at each poll's start, and a NAPI's
+ * ppc_napi_row() of the NAPI this CPU polls (softirq), looked up once for
+ * a NAPI: the tracker's ppc_owner_poll_cb() forgets it at each poll's
+ * start, ppc_owner_napi_del_cb() when the NAPI is deleted, and a NAPI's
  * ->poll cannot change while it is polled (netif_napi_del() wants it
  * disabled).
  */
@@ -879,7 +881,7 @@ void ppc_owner_tp_unregister(void)
 static bool recycle_wrap = true;
 module_param(recycle_wrap, bool, 0444);
 MODULE_PARM_DESC(recycle_wrap,
-		 "load-time: with recycle=on, mark the polls of the audited drivers alone, with a wrapper attached as an ftrace direct call to each of their poll functions (1), or every NAPI poll of the machine with the __napi_poll tracker (0: costs every NAPI about 70 instructions a poll) (default 1)");
+		 "load-time: with recycle=on, mark the polls of the audited drivers alone, with a wrapper attached as an ftrace direct call to each of their poll functions (1: while it is attached, a BPF fentry/fexit program or a livepatch on that function is refused), or every NAPI poll of the machine with the __napi_poll tracker (0: costs every NAPI about 70 instructions a poll) (default 1)");
 
 /* __napi_poll()'s text: ppc_wrap marks only the polls it makes. */
 unsigned long ppc_napi_poll_start, ppc_napi_poll_size;
@@ -893,6 +895,7 @@ struct ppc_wrap_hook {
 
 static struct ppc_wrap_hook ppc_wraps[ARRAY_SIZE(ppc_audited)];
 static bool ppc_marking;	/* "on" marks polls (under ppc_lock) */
+static bool ppc_wrapping;	/* ... with wrappers (under ppc_lock) */
 static char ppc_track_why[128];	/* why the tracker marks (under ppc_lock) */
 
 /* Fall back to the tracker for @why, if it is not marking already. */
@@ -902,15 +905,57 @@ static int ppc_track(const char *why)
 
 	if (ppc_track_why[0])
 		return 0;
-	strscpy(ppc_track_why, why, sizeof(ppc_track_why));
 	ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_TRACK, true);
-	if (ret)
+	if (ret) {
 		pr_err("recycle: the NAPI poll tracker cannot be attached (%d)\n",
 		       ret);
-	else
-		pr_info("recycle: every NAPI poll is marked by the __napi_poll tracker: %s\n",
-			why);
-	return ret;
+		return ret;
+	}
+	strscpy(ppc_track_why, why, sizeof(ppc_track_why));
+	pr_info("recycle: every NAPI poll is marked by the __napi_poll tracker: %s\n",
+		why);
+	return 0;
+}
+
+/*
+ * Is the fentry call site of the function at @ip a call, as ftrace patches
+ * it for an enabled record? On 6.12 it follows the function's ENDBR64
+ * (f3 0f 1e fa; 6.12 arch/x86/include/asm/ibt.h; veth_poll's in Debian's
+ * veth.ko). A module still loading, before ftrace_module_enable() (6.1.192
+ * kernel/module/main.c:2656-2672), has its records disabled: a direct ops
+ * registered then leaves the site a NOP.
+ */
+static bool ppc_site_live(unsigned long ip)
+{
+	static const u8 endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	u8 insn[sizeof(endbr64)];
+
+	if (copy_from_kernel_nofault(insn, (void *)ip, sizeof(insn)))
+		return false;
+	if (!memcmp(insn, endbr64, sizeof(insn)) &&
+	    copy_from_kernel_nofault(insn, (void *)(ip + sizeof(endbr64)), 1))
+		return false;
+	return insn[0] == CALL_INSN_OPCODE;
+}
+
+/* Unwrap row @i's poll function. Called with ppc_lock held. */
+static int ppc_wrap_detach(int i)
+{
+	struct ppc_wrap_hook *w = &ppc_wraps[i];
+	int ret;
+
+	if (!w->attached)
+		return 0;
+	if (w->stuck)
+		return -ENODEV;
+	ret = ppc_direct_detach(&w->ops, (unsigned long)ppc_wrap);
+	if (ret) {
+		w->stuck = true;
+		ppc_pin(ppc_audited[i].poll, ret);
+		return ret;
+	}
+	w->attached = false;
+	return 0;
 }
 
 /*
@@ -936,7 +981,18 @@ static int ppc_wrap_attach(int i)
 					(unsigned long)ppc_wrap, &live);
 	if (!ret) {
 		w->attached = true;
-		return 0;
+		if (ppc_site_live(w->addr))
+			return 0;
+		/*
+		 * Its module is still loading: registered before its records
+		 * were enabled. Undone at once (ftrace_module_enable() warns of
+		 * a direct ops on a record it enables, 6.1 kernel/trace/
+		 * ftrace.c:6945, and leaves the site unpatched); its COMING
+		 * notification, which follows the enabling, wraps it.
+		 */
+		ret = ppc_wrap_detach(i);
+		if (!ret)
+			return 0;
 	}
 	if (live) {
 		w->attached = true;
@@ -946,26 +1002,6 @@ static int ppc_wrap_attach(int i)
 		 ppc_audited[i].poll, ret,
 		 ret == -EBUSY ? ": a BPF program or a livepatch on it?" : "");
 	return ppc_track(why);
-}
-
-/* Unwrap row @i's poll function. Called with ppc_lock held. */
-static int ppc_wrap_detach(int i)
-{
-	struct ppc_wrap_hook *w = &ppc_wraps[i];
-	int ret;
-
-	if (!w->attached)
-		return 0;
-	if (w->stuck)
-		return -ENODEV;
-	ret = ppc_direct_detach(&w->ops, (unsigned long)ppc_wrap);
-	if (ret) {
-		w->stuck = true;
-		ppc_pin(ppc_audited[i].poll, ret);
-		return ret;
-	}
-	w->attached = false;
-	return 0;
 }
 
 /* Start marking polls for "on". Called with ppc_lock held. */
@@ -984,6 +1020,7 @@ static int ppc_marks_on(void)
 				 &ppc_napi_poll_size);
 	if (ret)
 		return ppc_track("__napi_poll not found");
+	ppc_wrapping = true;
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
 		ret = ppc_wrap_attach(i);
 		if (ret)
@@ -999,6 +1036,7 @@ static int ppc_marks_off(void)
 
 	lockdep_assert_held(&ppc_lock);
 	ppc_marking = false;
+	ppc_wrapping = false;
 	ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_TRACK, false);
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
 		err = ppc_wrap_detach(i);
@@ -1034,8 +1072,7 @@ static int ppc_owner_module_cb(struct notifier_block *nb,
 			continue;
 		if (action == MODULE_STATE_GOING)
 			ppc_wrap_detach(i);
-		else if (ppc_marking && recycle_wrap && !ppc_engine_dying() &&
-			 !READ_ONCE(ppc_extra_n))
+		else if (ppc_wrapping && !ppc_engine_dying())
 			ppc_wrap_attach(i);
 	}
 	mutex_unlock(&ppc_lock);
@@ -1050,6 +1087,11 @@ static void ppc_marks_init(void)
 {
 	/* ppc_wrap writes the mark at offset 0 */
 	BUILD_BUG_ON(offsetof(struct ppc_poll_mark, napi) != 0);
+	if (ppc_wrap_counter != PPC_C_RC_POLLS) {
+		pr_err("recycle: ppc_wrap counts in counter %u, not napi_polls (%u): recycle_wrap=0\n",
+		       ppc_wrap_counter, PPC_C_RC_POLLS);
+		recycle_wrap = false;
+	}
 	if (register_module_notifier(&ppc_owner_module_nb))
 		recycle_wrap = false;
 }
@@ -1228,7 +1270,8 @@ void ppc_owner_exit(void)
 
 	unregister_module_notifier(&ppc_owner_module_nb);
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
-		ftrace_free_filter(&ppc_wraps[i].ops);
+		if (!ppc_wraps[i].attached)	/* else stuck: pinned */
+			ftrace_free_filter(&ppc_wraps[i].ops);
 	cancel_delayed_work_sync(&ppc_learn_work);
 	cancel_work_sync(&ppc_reclaim_work);
 }

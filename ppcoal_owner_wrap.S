@@ -66,12 +66,16 @@
 .endm
 #endif
 
-/* PPC_C_RC_POLLS, numbered as ppcoal.h numbers the counters */
-.set ppc_c_next, 0
+/* .LPPC_C_RC_POLLS, numbered as ppcoal.h numbers the counters */
+.set .Lppc_c_next, 0
 #define PPC_COUNTER(id, ...) \
-	.set PPC_C_##id, ppc_c_next ; .set ppc_c_next, ppc_c_next + 1 ;
+	.set .LPPC_C_##id, .Lppc_c_next ; .set .Lppc_c_next, .Lppc_c_next + 1 ;
 #include "ppcoal_counters.h"
 #undef PPC_COUNTER
+
+/* the index it counts in, for ppcoal_owner.c to check against the enum */
+	.section .rodata
+SYM_DATA(ppc_wrap_counter, .long .LPPC_C_RC_POLLS)
 
 	.text
 /* ppc_polling.napi is at offset 0 (ppcoal_owner.c checks it) */
@@ -86,7 +90,7 @@ SYM_FUNC_START(ppc_wrap)
 	movq	PER_CPU_VAR(ppc_polling), %r10
 	pushq	%r10					/* [prev][A] */
 	movq	%rdi, PER_CPU_VAR(ppc_polling)		/* the mark */
-	incq	PER_CPU_VAR(ppc_stats + 8 * PPC_C_RC_POLLS)
+	incq	PER_CPU_VAR(ppc_stats + 8 * .LPPC_C_RC_POLLS)
 	CALL_DEPTH_ACCOUNT				/* the call below */
 	ANNOTATE_INTRA_FUNCTION_CALL
 	call	.Lgo					/* [.Lback][prev][A] */

@@ -27,12 +27,15 @@
  *    NAPI's ->poll function, which must be the one its row names (the
  *    code the audit read). recycle_drivers adds whole drivers (experts
  *    only);
- *  - which NAPI each CPU polls now: marked at __napi_poll() entry
- *    (ftrace), the only caller of ->poll from net_rx_action() and threaded
- *    NAPI, unmarked by the napi:napi_poll tracepoint after ->poll returns
- *    (see ppc_owner_tp()); two probes per poll, no kretprobe. Busy polling
- *    calls ->poll directly: unseen, so those frees use the ring. 6.12
- *    uses the same probes: napi->list_owner only holds for sole consumers;
+ *  - which NAPI each CPU polls now: marked for the polls of the audited
+ *    drivers alone, by a wrapper around their poll functions
+ *    (ppcoal_owner_wrap.S) when __napi_poll(), the only caller of ->poll
+ *    from net_rx_action() and threaded NAPI, calls them; or, where a
+ *    wrapper cannot serve, for every poll, at __napi_poll() entry
+ *    (ftrace) until the napi:napi_poll tracepoint after ->poll returns
+ *    (see ppc_owner_tp()). Busy polling and netpoll call ->poll
+ *    themselves: unmarked, so those frees use the ring. 6.12 marks the
+ *    same way: napi->list_owner only holds for sole consumers;
  *  - which NAPI owns a pool: the one polling when the pool allocates.
  *    The allocation probe is armed only while a pool the free path met is
  *    unknown, and removed once it is learned (at most PPC_LEARN_MAX).

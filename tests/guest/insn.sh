@@ -30,20 +30,25 @@ t_insn_plugin() {
 # The recycle path in the case it exists for: 64-byte UDP dropped inside
 # ppf1's poll, one buffer per page, instructions per packet received in
 # off and on, with a NAPI poll per frame (irq_usecs=0) and with moderated
-# polls (irq_usecs=200), ppcoal loaded with ftrace callbacks and with
-# direct calls; five interleaved repetitions of a 2 s flood (the flood tool
-# marks its own window, so the window holds no process start or exit)
-# after a 1 s warm-up (in "on" the owner is learnt there). Issue 37: the
-# poll mark is set by a wrapper on the audited poll alone, so "on" pays
-# per page the redirect and the owner check, per poll the wrapper, and
-# saves per page a ring put and its producer lock. Asserted, on both
-# kernels: with direct calls "on" executes fewer instructions per packet
-# than "off" in both cases (medians); every case saves locked
-# instructions ("on" below "off", no margin: the saving varied between
-# boots on 6.1, 0.2 to 1.3); most of each group's windows repeat within
-# 2% of its median, the premise of measuring in instructions. With ftrace
-# callbacks the redirect alone costs about what a direct put saves
-# (docs/benchmarks.md): those windows are reported, not asserted.
+# polls (irq_usecs=200, about 45 pages a poll), each in a fixture of its
+# own, ppcoal loaded with direct calls and with ftrace callbacks; five
+# interleaved repetitions of a 2 s flood (the flood tool marks its own
+# window, so the window holds no process start or exit) after a 1 s
+# warm-up (in "on" the owner is learnt there). Issue 37: the poll mark is
+# set by a wrapper on the audited poll alone, so "on" pays per page the
+# redirect and the owner check, per poll the wrapper, and saves per page a
+# ring put and its producer lock. Measured (6.1.0-57 / 6.12.117, medians,
+# on - off): with direct calls -22 / -20 moderated, +1 / -6 per frame
+# (the floor: observe - off, the redirect on the two frees of a packet,
+# its page and its head, +38 / +64; on - observe -37 / -70); with
+# callbacks +59 / +74 and +72 / +80. Asserted: with direct calls and
+# moderated polls "on" below "off"; at a poll per frame at most 20 above
+# (the tracker alone cost 70 a poll); with callbacks at most 100 above;
+# every case "on" below "off" in locked instructions (no margin: the
+# saving varied between boots on 6.1, 0.2 to 1.3); most of each group's
+# windows within 2% of its median, the premise of measuring in
+# instructions. ppcoal.insnobserve=1 on the kernel command line (by hand)
+# adds observe windows, the hook alone.
 # Five repetitions, medians and a majority, not three and the whole range:
 # on 6.1.0-57 a phase of 1 to 3 consecutive windows, in 3 of 10 boots,
 # executed about 285 instructions and exactly 3 locked instructions more
@@ -83,8 +88,8 @@ t_insn_recycle() {
 					"wrapper on "*ppf_poll*) ;;
 					*) bad "$g/$r: the marks: $(val recycle.poll_marks)" ;;
 					esac
-					# pages per marked poll (ppf1's, and ppf0's few)
-					ppp=$(($(delta recycle.calls /tmp/a /tmp/b) / $(delta recycle.napi_polls /tmp/a /tmp/b)))
+					# pool pages per marked poll (ppf1's, and ppf0's few)
+					ppp=$(($(sumd /tmp/a /tmp/b recycle.direct recycle.ring) / $(delta recycle.napi_polls /tmp/a /tmp/b)))
 					echo "METRIC $(uname -r) insn-recycle $g/$r pages_per_poll=$ppp"
 					if [ $c = frame ]; then
 						le "$ppp" 1 "$g/$r: a poll per frame"
@@ -95,7 +100,14 @@ t_insn_recycle() {
 			done
 			fixture_down || bad "irq_usecs=$irq: pools did not drain"
 			insn_check insn-recycle-$c-$dc-locked less $c-$dc-on $c-$dc-off locked 0
-			[ $dc = 0 ] || insn_check insn-recycle-$c-$dc less $c-$dc-on $c-$dc-off insns 0
+			# the bounds (see above): below off where polls carry
+			# several pages; about even (the floor) at a poll per
+			# frame; with callbacks the redirect's extra cost
+			case $c-$dc in
+			moderated-1) insn_check insn-recycle-$c-$dc less $c-$dc-on $c-$dc-off insns 0 ;;
+			frame-1) insn_check insn-recycle-$c-$dc most $c-$dc-on $c-$dc-off insns 20 ;;
+			*) insn_check insn-recycle-$c-$dc most $c-$dc-on $c-$dc-off insns 100 ;;
+			esac
 			for m in off on; do
 				insn_check insn-recycle-$c-$dc-spread-$m agree $c-$dc-$m insns 2
 			done
@@ -105,17 +117,42 @@ t_insn_recycle() {
 	end
 }
 
-# A virtio stream (virtio_net: no page pool, not audited) with recycle=on
-# must cost within 5 instructions a packet of recycle=off: no poll of it
-# is marked (the wrapper sits on the audited polls alone) and no page of
-# it reaches the page-pool free (issue 37). 18-byte UDP datagrams to a port
-# nobody listens on over the two virtio NICs, paced (200 us apart: each
-# received on its own, so that the count per datagram does not depend on
-# how the receiver batched a flood, which moved it by 10% between windows),
-# five interleaved repetitions.
+# A NAPI poll of a driver nobody audited, as virtio_net's and the
+# backlog's are, with recycle=on must cost within 5 instructions of
+# recycle=off: its poll is not wrapped (the wrapper sits on the audited
+# polls alone) and nothing else of "on" runs there (issue 37; the tracker
+# cost about 70 a poll). Exact: the microbenchmark's poll_empty (a softirq
+# round trip polling a dummy NAPI, 100000 times), three interleaved
+# repetitions. Then the virtio stream itself: 18-byte UDP datagrams to a
+# port nobody listens on over the two virtio NICs, paced 200 us apart (each
+# received on its own: a flood's batching moved the count per packet by
+# 10% between windows), five interleaved repetitions, reported with its
+# spread: about 0.5% of 27700 instructions per datagram, far more than 5,
+# so the flood itself can show only that nothing large moved; no poll is
+# marked in it.
 t_insn_recycle_virtio() {
 	begin insn-recycle-virtio
 	ppcoal_load coalesce=off virtio=off recycle=off || bad "insmod"
+	insmod /ko/ppcoal_microbench.ko || bad "insmod ppcoal_microbench"
+	MB=/sys/kernel/debug/ppcoal_microbench/run
+	for r in 0 1 2; do
+		ms="off on"
+		[ $((r % 2)) = 0 ] || ms="on off"
+		for m in $ms; do
+			echo $m >$P/recycle || bad "recycle=$m"
+			echo "poll_empty 10000" >$MB || bad "poll_empty warm-up"
+			snap /tmp/a
+			echo "poll_empty 100000 mark" >$MB || bad "poll_empty"
+			snap /tmp/b
+			set -- $(cat $MB)
+			echo "PPCOAL-INSNWIN poll_empty-$m/$r $5"
+			eq "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "poll_empty $m/$r: no poll marked"
+		done
+	done
+	rmmod ppcoal_microbench || bad "rmmod ppcoal_microbench"
+	insn_check insn-recycle-poll-empty most poll_empty-on poll_empty-off insns 5
+	insn_check insn-recycle-poll-empty-spread-off spread poll_empty-off insns 2
+	insn_check insn-recycle-poll-empty-spread-on spread poll_empty-on insns 2
 	for r in 0 1 2 3 4; do
 		ms="off on"
 		[ $((r % 2)) = 0 ] || ms="on off"
@@ -134,7 +171,6 @@ t_insn_recycle_virtio() {
 		done
 	done
 	ppcoal_unload || bad "rmmod"
-	insn_check insn-recycle-virtio most virtio-on virtio-off insns 5
 	insn_check insn-recycle-virtio-spread agree virtio-off insns 2
 	end
 }

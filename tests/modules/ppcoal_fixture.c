@@ -513,7 +513,6 @@ static int __ppf_poll(struct napi_struct *napi, int budget)
 	return done;
 }
 
-/* The poll the audit (ppcoal_tables.h) read: the pool is its alone. */
 /*
  * "stack": write 1 and the next poll of ppf_poll() walks its own stack
  * with the ORC unwinder, as arch_stack_walk_reliable() does (the exported
@@ -546,6 +545,7 @@ static noinline void ppf_stack_walk(void)
 	spin_unlock(&ppf_stack_lock);
 }
 
+/* The poll the audit (ppcoal_tables.h) read: the pool is its alone. */
 static int ppf_poll(struct napi_struct *napi, int budget)
 {
 	if (unlikely(atomic_read(&ppf_stack_want)) &&

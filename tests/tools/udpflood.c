@@ -46,8 +46,8 @@ int main(int argc, char **argv)
 	int fd, mark, blocked = 0, batch = 256;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s ADDR PORT SECONDS [PAYLOAD_BYTES [mark|nomark [GAP_US]]]\n",
-			argv[0]);
+		fprintf(stderr, "usage: %s ADDR PORT SECONDS %s\n", argv[0],
+			"[PAYLOAD_BYTES [mark|nomark [GAP_US]]]");
 		return 2;
 	}
 	if (argc > 4)
@@ -60,7 +60,10 @@ int main(int argc, char **argv)
 	}
 	mark = argc > 5 && strcmp(argv[5], "mark") == 0;
 	if (argc > 6) {
-		gap.tv_nsec = strtol(argv[6], NULL, 0) % 1000000 * 1000;
+		long us = strtol(argv[6], NULL, 0);
+
+		gap.tv_sec = us / 1000000;
+		gap.tv_nsec = us % 1000000 * 1000;
 		batch = 1;
 	}
 	to.sin_port = htons(atoi(argv[2]));
@@ -83,7 +86,7 @@ int main(int argc, char **argv)
 				sent++;
 			else if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
-		if (gap.tv_nsec)
+		if (batch == 1)
 			nanosleep(&gap, NULL);
 		/* ended by a timeout: count it, from 1 if a send got through */
 		if (i == batch)
