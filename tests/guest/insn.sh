@@ -9,6 +9,18 @@
 # and evaluates the PPCOAL-INSNCHECK lines (tests/vm/insn-windows.sh).
 insn_check() { echo "PPCOAL-INSNCHECK $*"; }
 
+# mb_window OP GROUP: the microbenchmark's OP (its run file in $MB), 10000
+# untimed, then 100000 in a window named GROUP, with counter snapshots
+# around it (/tmp/a, /tmp/b)
+mb_window() {
+	echo "$1 10000" >$MB || bad "$1 warm-up"
+	snap /tmp/a
+	echo "$1 100000 mark" >$MB || bad "$1"
+	snap /tmp/b
+	set -- "$2" $(cat $MB)
+	echo "PPCOAL-INSNWIN $1 $6"
+}
+
 # The plugin counts what the loops execute: 2 instructions a turn, or 3 of
 # which one locked (tests/tools/insnmark.c); a window also holds the
 # interrupts it took, a few per mille of 10^7 turns.
@@ -140,12 +152,7 @@ t_insn_recycle_virtio() {
 		[ $((r % 2)) = 0 ] || ms="on off"
 		for m in $ms; do
 			echo $m >$P/recycle || bad "recycle=$m"
-			echo "poll_empty 10000" >$MB || bad "poll_empty warm-up"
-			snap /tmp/a
-			echo "poll_empty 100000 mark" >$MB || bad "poll_empty"
-			snap /tmp/b
-			set -- $(cat $MB)
-			echo "PPCOAL-INSNWIN poll_empty-$m/$r $5"
+			mb_window poll_empty poll_empty-$m/$r
 			eq "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "poll_empty $m/$r: no poll marked"
 		done
 	done
@@ -216,12 +223,7 @@ t_insn_direct() {
 				[ $m = off ] || eq "$(val virtio.state)" attached "virtio=$m"
 				rxf_hooked $m
 				for op in $ops; do
-					echo "$op 10000" >$MB || bad "$op warm-up"
-					snap /tmp/a
-					echo "$op 100000 mark" >$MB || bad "$op"
-					snap /tmp/b
-					set -- $(cat $MB)
-					echo "PPCOAL-INSNWIN ${op#call_}-$h-$m/$r $5"
+					mb_window $op ${op#call_}-$h-$m/$r
 					# the hook ran on every call it is charged for
 					[ $m = off ] || [ $op != call_build_skb ] ||
 						ge "$(delta virtio.other_build_skb /tmp/a /tmp/b)" 100000 "$h/$m: virtio.other_build_skb"
