@@ -96,10 +96,7 @@ t_insn_recycle() {
 					gt $((b - a)) 1000 "$g/$r: packets received"
 					[ $m = on ] || continue
 					gt "$(direct_pm /tmp/a /tmp/b)" 900 "$g/$r: direct puts per mille"
-					case "$(val recycle.poll_marks)" in
-					"wrapper on "*ppf_poll*) ;;
-					*) bad "$g/$r: the marks: $(val recycle.poll_marks)" ;;
-					esac
+					wrapped ppf_poll || bad "$g/$r: ppf_poll not wrapped: $(val recycle.poll_marks)"
 					# pool pages per marked poll (ppf1's, and ppf0's few)
 					ppp=$(($(sumd /tmp/a /tmp/b recycle.direct recycle.ring) / $(delta recycle.napi_polls /tmp/a /tmp/b)))
 					echo "METRIC $(uname -r) insn-recycle $g/$r pages_per_poll=$ppp"

@@ -257,8 +257,16 @@ t_recycle_xdptx() {
 # holds) the __napi_poll tracker marks every poll instead, said in stats
 # and dmesg, and pages still go direct. A stack walked inside the wrapped
 # poll unwinds through the wrapper to __napi_poll with no unwinder error.
-# marks_are WANT LABEL: recycle.poll_marks is WANT
-marks_are() { eq "$(val recycle.poll_marks)" "$1" "$2: poll marks"; }
+# marks_are yes|no WHY LABEL: ppf_poll wrapped or not, and the tracker's
+# reason ("" when it does not mark)
+marks_are() {
+	if [ "$1" = yes ]; then
+		wrapped ppf_poll || bad "$3: ppf_poll not wrapped: $(val recycle.poll_marks)"
+	else
+		! wrapped ppf_poll || bad "$3: ppf_poll wrapped: $(val recycle.poll_marks)"
+	fi
+	eq "$(tracker_why)" "$2" "$3: the tracker's reason"
+}
 # wrap_direct LABEL: the fixture's pool learned and recycling directly
 wrap_direct() {
 	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$1: blackhole neighbour"
@@ -288,10 +296,10 @@ stack_through() {
 t_recycle_wrap() {
 	begin recycle-wrap
 	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
-	marks_are "wrapper on none" "no fixture"
+	marks_are no "" "no fixture"
 	# the wrapper follows the fixture's module in and out
 	fixture_up frag_pool=0 linear=0 || bad "fixture_up"
-	marks_are "wrapper on ppf_poll" "fixture loaded"
+	marks_are yes "" "fixture loaded"
 	# its record is direct, to ppc_wrap (the line after the function's)
 	grep -A1 "^ppf_poll " /sys/kernel/tracing/enabled_functions | grep -q "direct-->ppc_wrap+" ||
 		bad "ppf_poll's call site does not reach ppc_wrap: $(grep -A1 "^ppf_poll " /sys/kernel/tracing/enabled_functions | tr '\n\t' '  ')"
@@ -302,14 +310,14 @@ t_recycle_wrap() {
 		bad "an IPMODIFY ops registered on the wrapped ppf_poll"
 	grep -q '^ppcoal_conflict ' /proc/modules && rmmod ppcoal_conflict
 	fixture_down || bad "wrapped: pools did not drain"
-	marks_are "wrapper on none" "fixture unloaded"
+	marks_are no "" "fixture unloaded"
 	# the poll held by an IPMODIFY user: the tracker, said
 	echo off >$P/recycle || bad "recycle=off"
 	fixture_up frag_pool=0 linear=0 || bad "fixture_up again"
 	insmod /ko/ppcoal_conflict.ko also=ppf_poll || bad "insmod ppcoal_conflict also=ppf_poll"
 	dmesg -c >/dev/null
 	echo on >$P/recycle || bad "recycle=on beside the IPMODIFY user"
-	marks_are "tracker on every poll (ppf_poll cannot be wrapped (-16: a BPF program or a livepatch on it?))" "ppf_poll held"
+	marks_are no "ppf_poll cannot be wrapped (-16: a BPF program or a livepatch on it?)" "ppf_poll held"
 	dmesg | grep -q "ppcoal: recycle: every NAPI poll is marked by the __napi_poll tracker: ppf_poll cannot be wrapped" ||
 		bad "the fallback not said in dmesg"
 	wrap_direct tracker
@@ -317,13 +325,13 @@ t_recycle_wrap() {
 	echo off >$P/recycle || bad "recycle=off"
 	rmmod ppcoal_conflict || bad "rmmod ppcoal_conflict"
 	echo on >$P/recycle || bad "recycle=on again"
-	marks_are "wrapper on ppf_poll" "ppf_poll free again"
+	marks_are yes "" "ppf_poll free again"
 	fixture_down || bad "tracker: pools did not drain"
 	ppcoal_unload || bad "rmmod ppcoal"
 	# recycle_wrap=0: the tracker on every poll
 	ppcoal_load coalesce=off virtio=off recycle=on recycle_wrap=0 || bad "insmod recycle_wrap=0"
 	fixture_up frag_pool=0 linear=0 || bad "fixture_up recycle_wrap=0"
-	marks_are "tracker on every poll (recycle_wrap=0)" "recycle_wrap=0"
+	marks_are no "recycle_wrap=0" "recycle_wrap=0"
 	wrap_direct recycle_wrap=0
 	fixture_down || bad "recycle_wrap=0: pools did not drain"
 	end
@@ -383,7 +391,7 @@ t_recycle_audit() {
 	dmesg_has "added to the audited list at the administrator's risk" || bad "no dmesg warning for recycle_drivers"
 	echo on >$P/recycle || bad "recycle=on"
 	# its poll function is not known: the tracker marks every poll
-	eq "$(val recycle.poll_marks)" "tracker on every poll (recycle_drivers: their poll functions are unknown)" "an added driver: the tracker"
+	eq "$(tracker_why)" "recycle_drivers: their poll functions are unknown" "an added driver: the tracker"
 	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
 	sleep 0.3
 	snap /tmp/a
@@ -522,7 +530,7 @@ t_recycle_veth_xdp() {
 			echo "METRIC $(uname -r) recycle-veth-xdp pinned record=$r direct_pm=$pm not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
 			if [ $r = ok ]; then
 				gt "$pm" 900 "veth's functions equal in $V: ppcoal recycles veth's pool directly (per mille)"
-				eq "$(val recycle.poll_marks)" "wrapper on veth_poll" "veth's functions equal in $V: veth_poll wrapped"
+				wrapped veth_poll || bad "veth's functions equal in $V: veth_poll not wrapped: $(val recycle.poll_marks)"
 				eq "$(val recycle.audited_off)" none "veth's functions equal in $V: no row off"
 			elif [ $r = none ]; then
 				gt "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 200 "no record of veth's functions in $V: veth page-pool pages on the recycle path"
@@ -531,7 +539,7 @@ t_recycle_veth_xdp() {
 			else
 				eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "veth_poll changed in $V: no direct put"
 				# its poll not wrapped (issue 37): freed in no marked poll
-				eq "$(val recycle.poll_marks)" "wrapper on none" "veth_poll changed in $V: not wrapped"
+				! wrapped veth_poll || bad "veth_poll changed in $V: veth_poll wrapped: $(val recycle.poll_marks)"
 				gt "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 200 "veth_poll changed in $V: veth's pages freed in no marked poll"
 				eq "$(val recycle.audited_off)" "veth (veth_poll differs in Debian $V from the audited sources)" "veth_poll changed in $V: the row off, named"
 				dmesg_has "recycle: veth is not treated as an audited driver here: veth_poll differs in Debian $V" ||
