@@ -261,7 +261,7 @@ int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
 			unsigned long tramp);
 void ppc_pin(const char *what, int err);
 int ppc_direct_attach(struct ftrace_ops *ops, unsigned long ip,
-		      unsigned long tramp, bool *live);
+		      unsigned long tramp, const char *what, bool *live);
 int ppc_direct_detach(struct ftrace_ops *ops, unsigned long tramp);
 bool ppc_register_left_live(struct ftrace_ops *ops, int err);
 

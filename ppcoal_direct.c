@@ -288,6 +288,7 @@ int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
  * @ops: the ftrace_ops, not registered
  * @ip: the function it is for
  * @tramp: the trampoline the call site is to call
+ * @what: its name, for the message of a pinning
  * @live: set when a failed register may have left @ops live: then the
  *	module is pinned and @ops, with the guard, stays as if attached
  *
@@ -296,7 +297,7 @@ int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
  * Return: 0, or the errno of the guard, the filter or the register.
  */
 int ppc_direct_attach(struct ftrace_ops *ops, unsigned long ip,
-		      unsigned long tramp, bool *live)
+		      unsigned long tramp, const char *what, bool *live)
 {
 	int ret;
 
@@ -313,7 +314,7 @@ int ppc_direct_attach(struct ftrace_ops *ops, unsigned long ip,
 	if (ppc_register_left_live(ops, ret)) {
 		*live = true;
 		ppc_ops_dead = true;
-		ppc_pin("a direct ops", ret);
+		ppc_pin(what, ret);
 		return ret;
 	}
 	/* 6.1 leaves them set on failure (:5730-5738) */

@@ -366,7 +366,8 @@ static int ppc_hook_attach(struct ppc_hook *h)
 
 	if (ppc_hook_direct(h)) {
 		ret = ppc_direct_attach(&h->ops, h->addr,
-					(unsigned long)h->tramp, &live);
+					(unsigned long)h->tramp, h->symbol,
+					&live);
 	} else {
 		ret = ftrace_set_filter_ip(&h->ops, h->addr, 0, 1);
 		if (ret)

@@ -978,7 +978,8 @@ static int ppc_wrap_attach(int i)
 		return 0;
 	if (!ret)
 		ret = ppc_direct_attach(&w->ops, w->addr,
-					(unsigned long)ppc_wrap, &live);
+					(unsigned long)ppc_wrap,
+					ppc_audited[i].poll, &live);
 	if (!ret) {
 		w->attached = true;
 		if (ppc_site_live(w->addr))
