@@ -61,8 +61,9 @@ t_recycle_driver_patterns() {
 			dp1=$(($(ppf1_field directputs) - dp1))
 			eq "$dp1" 0 "$cfg: no direct put into ppf1's pool, refilled from process context (page_pool stats)"
 		fi
-		gt "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 250 "$cfg: its pages freed in no marked poll"
-		eq "$(val recycle.tracked_not_eligible)/$(delta recycle.learn_armed /tmp/a /tmp/b)" 0/0 "$cfg: its pool not learned"
+		# freed in no marked poll (or, on 6.12 where reset withdraws
+		# direct recycling, judged not eligible)
+		gt "$(sumd /tmp/a /tmp/b recycle.deny_owner_elsewhere recycle.deny_not_eligible)" 250 "$cfg: its pages on the ring, in no marked poll or not eligible"
 		check_sums /tmp/a /tmp/b
 		echo "METRIC $(uname -r) recycle-driver-patterns $cfg direct=$d ppf0_rxpages=$rp0 ppf1_directputs=$dp1 ring=$(delta recycle.ring /tmp/a /tmp/b) elsewhere=$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)"
 		fixture_down || bad "$cfg: pools did not drain"
