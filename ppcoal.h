@@ -153,6 +153,7 @@ enum ppc_arm {
 	PPC_ARM_ON,		/* while its path is on */
 	PPC_ARM_OBSERVE,	/* while its path is observe: "on" retires it */
 	PPC_ARM_LEARN,		/* on demand, while pool owners are learned */
+	PPC_ARM_TRACK,		/* on demand: the NAPI poll tracker */
 };
 
 struct ppc_pcpu_stats {
@@ -259,6 +260,9 @@ void ppc_direct_exit(void);
 int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
 			unsigned long tramp);
 void ppc_pin(const char *what, int err);
+int ppc_direct_attach(struct ftrace_ops *ops, unsigned long ip,
+		      unsigned long tramp, const char *what, bool *live);
+int ppc_direct_detach(struct ftrace_ops *ops, unsigned long tramp);
 bool ppc_register_left_live(struct ftrace_ops *ops, int err);
 
 #endif /* _PPCOAL_H */

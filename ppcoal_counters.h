@@ -66,13 +66,13 @@ PPC_COUNTER(RC_DENY_NOT_SOFTIRQ, recycle, deny_not_softirq,
 PPC_COUNTER(RC_DENY_UNKNOWN, recycle, deny_owner_unknown,
 	    "on: of ring, not direct: no owner NAPI known for the pool (yet, or another device's)")
 PPC_COUNTER(RC_DENY_ELSEWHERE, recycle, deny_owner_elsewhere,
-	    "on: of ring, not direct because this CPU is not polling the pool owner NAPI now")
+	    "on: of ring, not direct: this CPU is not in a marked poll of the pool owner NAPI")
 PPC_COUNTER(RC_DENY_SHARED, recycle, deny_pool_shared,
 	    "on: of ring, not direct because the pool allocates from more than one NAPI")
 PPC_COUNTER(RC_DENY_NEVER, recycle, deny_not_eligible,
 	    "on: of ring, the pool is not ppcoal's (driver not audited, or placed or withdrawn)")
 PPC_COUNTER(RC_POLLS, recycle, napi_polls,
-	    "on: NAPI polls seen by the tracker (__napi_poll entries)")
+	    "on: NAPI polls marked (by the audited polls' wrapper or the tracker)")
 PPC_COUNTER(RC_LEARNED, recycle, owners_learned,
 	    "on: pool owners learned (a pool allocated inside a NAPI poll)")
 PPC_COUNTER(RC_SHARED, recycle, pools_shared,

@@ -63,6 +63,9 @@ static unsigned int ppc_guard_users;
 /* Unregistering the guard failed: it stays on ftrace's list, pinned. */
 static bool ppc_guard_dead;
 
+/* A direct ops of ppc_direct_attach() is left live: pinned. */
+static bool ppc_ops_dead;
+
 /*
  * The guard: a PERMANENT ftrace_ops on a function of ours that nothing
  * calls, registered while a direct hook is attached, so that
@@ -281,6 +284,72 @@ int ppc_direct_register(struct ftrace_ops *ops, unsigned long ip,
 }
 
 /**
+ * ppc_direct_attach() - hold the guard and attach a direct ops
+ * @ops: the ftrace_ops, not registered
+ * @ip: the function it is for
+ * @tramp: the trampoline the call site is to call
+ * @what: its name, for the message of a pinning
+ * @live: set when a failed register may have left @ops live: then the
+ *	module is pinned and @ops, with the guard, stays as if attached
+ *
+ * Called with ppc_lock held. Undoes everything on any other failure.
+ *
+ * Return: 0, or the errno of the guard, the filter or the register.
+ */
+int ppc_direct_attach(struct ftrace_ops *ops, unsigned long ip,
+		      unsigned long tramp, const char *what, bool *live)
+{
+	int ret;
+
+	*live = false;
+	ret = ppc_guard_get();
+	if (ret)
+		return ret;
+	ret = ftrace_set_filter_ip(ops, ip, 0, 1);
+	if (ret)
+		goto put;
+	ret = ppc_direct_register(ops, ip, tramp);
+	if (!ret)
+		return 0;
+	if (ppc_register_left_live(ops, ret)) {
+		*live = true;
+		ppc_ops_dead = true;
+		ppc_pin(what, ret);
+		return ret;
+	}
+	/* 6.1 leaves them set on failure (:5730-5738) */
+	ops->func = NULL;
+	ops->trampoline = 0;
+	ftrace_set_filter_ip(ops, ip, 1, 0);
+put:
+	ppc_guard_put();
+	return ret;
+}
+
+/**
+ * ppc_direct_detach() - detach a direct ops and drop its hold on the guard
+ * @ops: an ops ppc_direct_attach() attached
+ * @tramp: its trampoline
+ *
+ * Called with ppc_lock held. On success no CPU runs or can enter @tramp,
+ * nor a function @tramp called (the waits of ftrace_shutdown(), see the
+ * lifetime rules at the top of ppcoal_hook.c).
+ *
+ * Return: 0, or the errno of a failed unregister: @ops stays live and
+ * the caller pins the module.
+ */
+int ppc_direct_detach(struct ftrace_ops *ops, unsigned long tramp)
+{
+	int ret = ppc_unregister_direct(ops, tramp);
+
+	if (ret)
+		ppc_ops_dead = true;
+	else
+		ppc_guard_put();
+	return ret;
+}
+
+/**
  * ppc_direct_init() - direct_calls=1: say what it gets, once, at load
  */
 void ppc_direct_init(void)
@@ -306,14 +375,15 @@ bool ppc_direct_on(void)
 }
 
 /**
- * ppc_guard_stuck() - could the guard (or the claim) not be removed
+ * ppc_guard_stuck() - could a direct ops, the guard or the claim not go
  *
- * Return: true when unregistering the guard or the claim failed: it stays
- * on ftrace's list, live, and the module is pinned.
+ * Return: true when unregistering the guard or the claim failed, or a
+ * direct ops of ppc_direct_attach() is left live: it stays on ftrace's
+ * list and the module is pinned.
  */
 bool ppc_guard_stuck(void)
 {
-	return ppc_guard_dead || ppc_claim_dead;
+	return ppc_guard_dead || ppc_claim_dead || ppc_ops_dead;
 }
 
 /**
@@ -324,8 +394,6 @@ bool ppc_guard_stuck(void)
  */
 void ppc_direct_exit(void)
 {
-	if (!ppc_direct)
-		return;
 	ftrace_free_filter(&ppc_guard_ops);
 	ftrace_free_filter(&ppc_claim_ops);
 }

@@ -351,6 +351,7 @@ int ppc_resolve_symbol(const char *module, const char *symbol,
 
 static int ppc_hook_attach(struct ppc_hook *h)
 {
+	bool live = false;
 	int ret;
 
 	if (ppc_dying)
@@ -364,40 +365,29 @@ static int ppc_hook_attach(struct ppc_hook *h)
 	}
 
 	if (ppc_hook_direct(h)) {
-		ret = ppc_guard_get();
+		ret = ppc_direct_attach(&h->ops, h->addr,
+					(unsigned long)h->tramp, h->symbol,
+					&live);
+	} else {
+		ret = ftrace_set_filter_ip(&h->ops, h->addr, 0, 1);
 		if (ret)
 			return ret;
-	}
-	ret = ftrace_set_filter_ip(&h->ops, h->addr, 0, 1);
-	if (ret)
-		goto put;
-	if (ppc_hook_direct(h))
-		ret = ppc_direct_register(&h->ops, h->addr,
-					  (unsigned long)h->tramp);
-	else
 		ret = register_ftrace_function(&h->ops);
-	if (ret && ppc_register_left_live(&h->ops, ret)) {
-		/* counts as live, stuck; the guard stays with it */
+		live = ret && ppc_register_left_live(&h->ops, ret);
+		if (live)
+			ppc_pin(h->symbol, ret);
+		else if (ret)
+			ftrace_set_filter_ip(&h->ops, h->addr, 1, 0);
+	}
+	if (live) {
+		/* counts as live, stuck (with the guard, if direct) */
 		h->stuck = true;
 		h->attached = true;
-		ppc_pin(h->symbol, ret);
+	}
+	if (ret)
 		return ret;
-	}
-	if (ret) {
-		if (ppc_hook_direct(h)) {
-			/* 6.1 leaves them set on failure (:5730-5738) */
-			h->ops.func = NULL;
-			h->ops.trampoline = 0;
-		}
-		ftrace_set_filter_ip(&h->ops, h->addr, 1, 0);
-		goto put;
-	}
 	h->attached = true;
 	return 0;
-put:
-	if (ppc_hook_direct(h))
-		ppc_guard_put();
-	return ret;
 }
 
 /*
@@ -414,8 +404,9 @@ put:
  * :351-360), which only a register would change and a stuck hook is never
  * registered again; a register left live (ppc_hook_attach()) is one that
  * ftrace_startup() gave up on as ftrace died (6.1 :3021-3024, 6.12
- * :3112-3115). The retry below fails the same way, so ppc_engine_exit()
- * never frees text a stuck hook may still enter.
+ * :3112-3115). A retry would fail the same way, so a stuck hook is not
+ * unregistered again, and ppc_engine_exit() never frees text it may
+ * still enter.
  */
 static int ppc_hook_detach(struct ppc_hook *h)
 {
@@ -429,20 +420,18 @@ static int ppc_hook_detach(struct ppc_hook *h)
 		h->attached = false;
 		return 0;
 	}
+	if (h->stuck)
+		return -ENODEV;
 	if (ppc_hook_direct(h))
-		ret = ppc_unregister_direct(&h->ops, (unsigned long)h->tramp);
+		ret = ppc_direct_detach(&h->ops, (unsigned long)h->tramp);
 	else
 		ret = unregister_ftrace_function(&h->ops);
-	if (ret || h->stuck) {
-		if (!h->stuck) {
-			h->stuck = true;
-			ppc_pin(h->symbol, ret);
-		}
-		return ret ?: -ENODEV;
+	if (ret) {
+		h->stuck = true;
+		ppc_pin(h->symbol, ret);
+		return ret;
 	}
 	h->attached = false;
-	if (ppc_hook_direct(h))
-		ppc_guard_put();
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #include <linux/uaccess.h>
 #include <linux/utsname.h>
 #include <linux/workqueue.h>
+#include <asm/text-patching.h>	/* CALL_INSN_OPCODE */
 #include <trace/events/napi.h>
 #ifndef PPC_HAVE_NAPI_PP_PUT_PAGE
 #include <net/mana/mana.h>	/* the mana_rxq rule */
@@ -413,9 +414,14 @@ void notrace ppc_owner_napi_del_cb(unsigned long ip, unsigned long parent_ip,
 
 	if (!napi)
 		return;
-	/* Disabled before deletion, so no CPU polls it: no mark can be live. */
-	for_each_possible_cpu(cpu)
+	/*
+	 * Disabled before deletion, so no CPU polls it: no mark can be live,
+	 * and no CPU may keep its row (a new NAPI there may poll otherwise).
+	 */
+	for_each_possible_cpu(cpu) {
 		cmpxchg(per_cpu_ptr(&ppc_polling.napi, cpu), napi, 0);
+		cmpxchg(per_cpu_ptr(&ppc_polling.row_napi, cpu), napi, 0);
+	}
 	raw_spin_lock_irqsave(&ppc_own_lock, flags);
 	for (b = ppc_owners; b < ppc_owners + PPC_OWN_BUCKETS; b++)
 		for (i = 0; i < PPC_OWN_WAYS; i++) {
@@ -600,6 +606,8 @@ static char ppc_audit_why[ARRAY_SIZE(ppc_audited)][PPC_AUDIT_WHY];
 static bool ppc_audit_repeat[ARRAY_SIZE(ppc_audited)];
 static bool ppc_audit_said;	/* under ppc_lock */
 
+static void ppc_marks_init(void);
+
 /**
  * ppc_owner_init() - decide which audited rows this kernel may use
  *
@@ -608,6 +616,8 @@ static bool ppc_audit_said;	/* under ppc_lock */
 void ppc_owner_init(void)
 {
 	int i, j;
+
+	ppc_marks_init();
 
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
 		for (j = 0; j < i; j++)
@@ -677,8 +687,9 @@ static int notrace ppc_napi_row(struct napi_struct *napi)
 }
 
 /*
- * ppc_napi_row() of the NAPI this CPU polls (softirq), looked up once a
- * poll: ppc_owner_poll_cb() forgets it at each poll's start, and a NAPI's
+ * ppc_napi_row() of the NAPI this CPU polls (softirq), looked up once for
+ * a NAPI: the tracker's ppc_owner_poll_cb() forgets it at each poll's
+ * start, ppc_owner_napi_del_cb() when the NAPI is deleted, and a NAPI's
  * ->poll cannot change while it is polled (netif_napi_del() wants it
  * disabled).
  */
@@ -854,6 +865,238 @@ void ppc_owner_tp_unregister(void)
 	tracepoint_synchronize_unregister();
 }
 
+/*
+ * The poll marks of "on". With recycle_wrap (the default), ppc_wrap
+ * (ppcoal_owner_wrap.S) wraps each live audited row's poll function, as
+ * an ftrace direct call attached while "on" and following the driver's
+ * module in and out: only those polls are marked, and no other NAPI runs
+ * an instruction of ppcoal's. Where a wrapper cannot be used
+ * (recycle_wrap=0; drivers an expert added, whose poll functions nobody
+ * named; a function another direct-call user holds, such as a BPF
+ * trampoline), the __napi_poll tracker (arm TRACK: the POLL_ENTER
+ * callback and the napi:napi_poll tracepoint) marks every poll, as
+ * before. Both may run at once: the wrapper saves and restores what the
+ * tracker set.
+ */
+static bool recycle_wrap = true;
+module_param(recycle_wrap, bool, 0444);
+MODULE_PARM_DESC(recycle_wrap,
+		 "load-time: with recycle=on, mark the polls of the audited drivers alone, with a wrapper attached as an ftrace direct call to each of their poll functions (1: while it is attached, a BPF fentry/fexit program or a livepatch on that function is refused), or every NAPI poll of the machine with the __napi_poll tracker (0: costs every NAPI about 70 instructions a poll) (default 1)");
+
+/* __napi_poll()'s text: ppc_wrap marks only the polls it makes. */
+unsigned long ppc_napi_poll_start, ppc_napi_poll_size;
+
+struct ppc_wrap_hook {
+	unsigned long addr;
+	bool attached;
+	bool stuck;		/* left live: the module is pinned */
+	struct ftrace_ops ops;
+};
+
+static struct ppc_wrap_hook ppc_wraps[ARRAY_SIZE(ppc_audited)];
+static bool ppc_marking;	/* "on" marks polls (under ppc_lock) */
+static bool ppc_wrapping;	/* ... with wrappers (under ppc_lock) */
+static char ppc_track_why[128];	/* why the tracker marks (under ppc_lock) */
+
+/* Fall back to the tracker for @why, if it is not marking already. */
+static int ppc_track(const char *why)
+{
+	int ret;
+
+	if (ppc_track_why[0])
+		return 0;
+	ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_TRACK, true);
+	if (ret) {
+		pr_err("recycle: the NAPI poll tracker cannot be attached (%d)\n",
+		       ret);
+		return ret;
+	}
+	strscpy(ppc_track_why, why, sizeof(ppc_track_why));
+	pr_info("recycle: every NAPI poll is marked by the __napi_poll tracker: %s\n",
+		why);
+	return 0;
+}
+
+/*
+ * Is the fentry call site of the function at @ip a call, as ftrace patches
+ * it for an enabled record? On 6.12 it follows the function's ENDBR64
+ * (f3 0f 1e fa; 6.12 arch/x86/include/asm/ibt.h; veth_poll's in Debian's
+ * veth.ko). A module still loading, before ftrace_module_enable() (6.1.192
+ * kernel/module/main.c:2656-2672), has its records disabled: a direct ops
+ * registered then leaves the site a NOP.
+ */
+static bool ppc_site_live(unsigned long ip)
+{
+	static const u8 endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	u8 insn[sizeof(endbr64)];
+
+	if (copy_from_kernel_nofault(insn, (void *)ip, sizeof(insn)))
+		return false;
+	if (!memcmp(insn, endbr64, sizeof(insn)) &&
+	    copy_from_kernel_nofault(insn, (void *)(ip + sizeof(endbr64)), 1))
+		return false;
+	return insn[0] == CALL_INSN_OPCODE;
+}
+
+/* Unwrap row @i's poll function. Called with ppc_lock held. */
+static int ppc_wrap_detach(int i)
+{
+	struct ppc_wrap_hook *w = &ppc_wraps[i];
+	int ret;
+
+	if (!w->attached)
+		return 0;
+	if (w->stuck)
+		return -ENODEV;
+	ret = ppc_direct_detach(&w->ops, (unsigned long)ppc_wrap);
+	if (ret) {
+		w->stuck = true;
+		ppc_pin(ppc_audited[i].poll, ret);
+		return ret;
+	}
+	w->attached = false;
+	return 0;
+}
+
+/*
+ * Wrap row @i's poll function if its module is loaded (-ENOENT: it is
+ * not; its COMING wraps it). A failure falls back to the tracker.
+ * Called with ppc_lock held.
+ */
+static int ppc_wrap_attach(int i)
+{
+	struct ppc_wrap_hook *w = &ppc_wraps[i];
+	char why[sizeof(ppc_track_why)];
+	bool live = false;
+	int ret;
+
+	if (w->attached || !ppc_audit_live[i])
+		return 0;
+	ret = ppc_resolve_symbol(ppc_audited[i].module, ppc_audited[i].poll,
+				 &w->addr, NULL);
+	if (ret == -ENOENT)
+		return 0;
+	if (!ret)
+		ret = ppc_direct_attach(&w->ops, w->addr,
+					(unsigned long)ppc_wrap,
+					ppc_audited[i].poll, &live);
+	if (!ret) {
+		w->attached = true;
+		if (ppc_site_live(w->addr))
+			return 0;
+		/*
+		 * Its module is still loading: registered before its records
+		 * were enabled. Undone at once (ftrace_module_enable() warns of
+		 * a direct ops on a record it enables, 6.1 kernel/trace/
+		 * ftrace.c:6945, and leaves the site unpatched); its COMING
+		 * notification, which follows the enabling, wraps it.
+		 */
+		ret = ppc_wrap_detach(i);
+		if (!ret)
+			return 0;
+	}
+	if (live) {
+		w->attached = true;
+		w->stuck = true;
+	}
+	snprintf(why, sizeof(why), "%s cannot be wrapped (%d%s)",
+		 ppc_audited[i].poll, ret,
+		 ret == -EBUSY ? ": a BPF program or a livepatch on it?" : "");
+	return ppc_track(why);
+}
+
+/* Start marking polls for "on". Called with ppc_lock held. */
+static int ppc_marks_on(void)
+{
+	int i, ret;
+
+	lockdep_assert_held(&ppc_lock);
+	ppc_marking = true;
+	ppc_track_why[0] = '\0';
+	if (!recycle_wrap)
+		return ppc_track("recycle_wrap=0");
+	if (READ_ONCE(ppc_extra_n))
+		return ppc_track("recycle_drivers: their poll functions are unknown");
+	ret = ppc_resolve_symbol(NULL, "__napi_poll", &ppc_napi_poll_start,
+				 &ppc_napi_poll_size);
+	if (ret)
+		return ppc_track("__napi_poll not found");
+	ppc_wrapping = true;
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
+		ret = ppc_wrap_attach(i);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Stop marking polls. Called with ppc_lock held. */
+static int ppc_marks_off(void)
+{
+	int i, ret, err;
+
+	lockdep_assert_held(&ppc_lock);
+	ppc_marking = false;
+	ppc_wrapping = false;
+	ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_TRACK, false);
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++) {
+		err = ppc_wrap_detach(i);
+		ret = ret ?: err;
+	}
+	ppc_track_why[0] = '\0';
+	return ret;
+}
+
+/*
+ * An audited driver's module comes or goes: while "on" marks polls with
+ * wrappers, wrap its poll functions when it comes (as the engine's module
+ * notifier attaches its tables' hooks), and unwrap them when it goes,
+ * before free_module() releases its ftrace records (its exit has
+ * unregistered its devices: none of its NAPIs polls).
+ */
+static int ppc_owner_module_cb(struct notifier_block *nb,
+			       unsigned long action, void *data)
+{
+	struct module *mod = data;
+	int i;
+
+	if (action != MODULE_STATE_COMING && action != MODULE_STATE_GOING)
+		return NOTIFY_DONE;
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		if (!strcmp(ppc_audited[i].module, mod->name))
+			break;
+	if (i == ARRAY_SIZE(ppc_audited))
+		return NOTIFY_DONE;
+	mutex_lock(&ppc_lock);
+	for (; i < ARRAY_SIZE(ppc_audited); i++) {
+		if (strcmp(ppc_audited[i].module, mod->name))
+			continue;
+		if (action == MODULE_STATE_GOING)
+			ppc_wrap_detach(i);
+		else if (ppc_wrapping && !ppc_engine_dying())
+			ppc_wrap_attach(i);
+	}
+	mutex_unlock(&ppc_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block ppc_owner_module_nb = {
+	.notifier_call = ppc_owner_module_cb,
+};
+
+static void ppc_marks_init(void)
+{
+	/* ppc_wrap writes the mark at offset 0 */
+	BUILD_BUG_ON(offsetof(struct ppc_poll_mark, napi) != 0);
+	if (ppc_wrap_counter != PPC_C_RC_POLLS) {
+		pr_err("recycle: ppc_wrap counts in counter %u, not napi_polls (%u): recycle_wrap=0\n",
+		       ppc_wrap_counter, PPC_C_RC_POLLS);
+		recycle_wrap = false;
+	}
+	if (register_module_notifier(&ppc_owner_module_nb))
+		recycle_wrap = false;
+}
+
 static void ppc_owner_clear(void)
 {
 	unsigned long flags;
@@ -909,8 +1152,8 @@ static void ppc_owner_stop(void)
  * ppc_recycle_set_on() - the recycle path's set_on operation
  * @on: entering "on" (before the mode is written) or leaving it (after)
  *
- * Called with ppc_lock held. "on" needs the NAPI poll tracker and the pool
- * teardown hooks (arm ON); learning hooks come on demand.
+ * Called with ppc_lock held. "on" needs the pool teardown hooks (arm ON)
+ * and the poll marks (ppc_marks_on()); learning hooks come on demand.
  *
  * Return: 0 or a negative errno (entering only).
  */
@@ -921,6 +1164,7 @@ int ppc_recycle_set_on(bool on)
 	lockdep_assert_held(&ppc_lock);
 	if (!on) {
 		ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_LEARN, false);
+		ret = ppc_marks_off() ?: ret;
 		ret = ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, false) ?: ret;
 		WRITE_ONCE(ppc_learn_state, PPC_LEARN_IDLE);
 		if (!ret)
@@ -929,9 +1173,17 @@ int ppc_recycle_set_on(bool on)
 	}
 	ppc_owner_reset();
 	ppc_audit_say();
-	ret = ppc_destroy_resolve() ?: ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, true);
+	ret = ppc_destroy_resolve() ?:
+	      ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, true);
+	if (!ret) {
+		ret = ppc_marks_on();
+		if (ret) {
+			ppc_marks_off();
+			ppc_path_arm(PPC_PATH_RECYCLE, PPC_ARM_ON, false);
+		}
+	}
 	if (ret)
-		pr_err("recycle: on needs the NAPI poll tracker and the pool teardown hooks; they cannot be installed here (%d)\n",
+		pr_err("recycle: on needs the NAPI poll marks and the pool teardown hooks; they cannot be installed here (%d)\n",
 		       ret);
 	return ret;
 }
@@ -1015,6 +1267,12 @@ MODULE_PARM_DESC(recycle_drivers,
  */
 void ppc_owner_exit(void)
 {
+	int i;
+
+	unregister_module_notifier(&ppc_owner_module_nb);
+	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
+		if (!ppc_wraps[i].attached)	/* else stuck: pinned */
+			ftrace_free_filter(&ppc_wraps[i].ops);
 	cancel_delayed_work_sync(&ppc_learn_work);
 	cancel_work_sync(&ppc_reclaim_work);
 }
@@ -1050,6 +1308,21 @@ void ppc_owner_show(struct seq_file *m)
 		   READ_ONCE(ppc_learn_state) == PPC_LEARN_ARMED ? "armed" :
 		   "idle");
 	seq_printf(m, "recycle.tracked_not_eligible: %d\n", never);
+	mutex_lock(&ppc_lock);
+	seq_puts(m, "recycle.poll_marks:");
+	if (!ppc_marking)
+		seq_puts(m, " none (recycle is not on)");
+	for (i = 0, b = 0; ppc_marking && i < ARRAY_SIZE(ppc_audited); i++)
+		if (ppc_wraps[i].attached)
+			seq_printf(m, "%s%s", b++ ? "," : " wrapper on ",
+				   ppc_audited[i].poll);
+	if (ppc_marking && ppc_track_why[0])
+		seq_printf(m, "%s tracker on every poll (%s)", b ? ";" : "",
+			   ppc_track_why);
+	else if (ppc_marking && !b)
+		seq_puts(m, " wrapper on none");
+	seq_puts(m, "\n");
+	mutex_unlock(&ppc_lock);
 	seq_puts(m, "recycle.audited_drivers:");
 	for (i = 0; i < ARRAY_SIZE(ppc_audited); i++)
 		seq_printf(m, "%s%s:%s", i ? "," : " ", ppc_audited[i].module,

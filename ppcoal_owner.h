@@ -43,8 +43,9 @@ extern struct ppc_own_bucket ppc_owners[PPC_OWN_BUCKETS];
 extern atomic_long_t ppc_own_gen;
 
 /*
- * The NAPI this CPU polls now (0: none): set at __napi_poll() entry,
- * dropped when ->poll() returns (see ppc_owner_tp()). With it, a one-entry
+ * The NAPI this CPU polls now (0: none): set around an audited poll by
+ * ppc_wrap, or at __napi_poll() entry by the tracker and dropped when
+ * ->poll() returns (see ppc_owner_tp()). With it, a one-entry
  * cache of the owner table for the pool last looked up here, valid while
  * ppc_own_gen is unchanged (every forgetting bumps it).
  */
@@ -57,6 +58,11 @@ struct ppc_poll_mark {
 };
 
 DECLARE_PER_CPU(struct ppc_poll_mark, ppc_polling);
+
+/* The poll wrapper (ppcoal_owner_wrap.S) and the text it marks for. */
+void ppc_wrap(void);
+extern const u32 ppc_wrap_counter;	/* the counter it counts polls in */
+extern unsigned long ppc_napi_poll_start, ppc_napi_poll_size;
 
 static __always_inline struct ppc_own_bucket *ppc_bucket(unsigned long pool)
 {

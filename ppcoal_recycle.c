@@ -27,12 +27,15 @@
  *    NAPI's ->poll function, which must be the one its row names (the
  *    code the audit read). recycle_drivers adds whole drivers (experts
  *    only);
- *  - which NAPI each CPU polls now: marked at __napi_poll() entry
- *    (ftrace), the only caller of ->poll from net_rx_action() and threaded
- *    NAPI, unmarked by the napi:napi_poll tracepoint after ->poll returns
- *    (see ppc_owner_tp()); two probes per poll, no kretprobe. Busy polling
- *    calls ->poll directly: unseen, so those frees use the ring. 6.12
- *    uses the same probes: napi->list_owner only holds for sole consumers;
+ *  - which NAPI each CPU polls now: marked for the polls of the audited
+ *    drivers alone, by a wrapper around their poll functions
+ *    (ppcoal_owner_wrap.S) when __napi_poll(), the only caller of ->poll
+ *    from net_rx_action() and threaded NAPI, calls them; or, where a
+ *    wrapper cannot serve, for every poll, at __napi_poll() entry
+ *    (ftrace) until the napi:napi_poll tracepoint after ->poll returns
+ *    (see ppc_owner_tp()). Busy polling and netpoll call ->poll
+ *    themselves: unmarked, so those frees use the ring. 6.12 marks the
+ *    same way: napi->list_owner only holds for sole consumers;
  *  - which NAPI owns a pool: the one polling when the pool allocates.
  *    The allocation probe is armed only while a pool the free path met is
  *    unknown, and removed once it is learned (at most PPC_LEARN_MAX).
@@ -73,11 +76,13 @@
  */
 static bool ppc_direct_ok(unsigned long pool, bool placed)
 {
+	unsigned int pc = preempt_count();
 	struct ppc_poll_mark *m;
 	unsigned long napi, owner, gen;
 
-	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !in_softirq() || in_hardirq() ||
-	    in_nmi() || irqs_disabled()) {
+	/* in_softirq(), !in_hardirq(), !in_nmi() (linux/preempt.h), one test */
+	if (IS_ENABLED(CONFIG_PREEMPT_RT) || !(pc & SOFTIRQ_MASK) ||
+	    (pc & (HARDIRQ_MASK | NMI_MASK)) || irqs_disabled()) {
 		ppc_count(RC_DENY_NOT_SOFTIRQ);
 		return false;
 	}
@@ -90,15 +95,18 @@ static bool ppc_direct_ok(unsigned long pool, bool placed)
 	}
 	gen = atomic_long_read(&ppc_own_gen);
 	smp_rmb();	/* pairs with ppc_own_changed() */
+	/* This CPU's last lookup, still valid: its owner is a NAPI. */
 	if (m->pool == pool && m->gen == gen) {
-		owner = m->owner;
-	} else {
-		owner = ppc_own_lookup(pool);
-		if (owner > PPC_OWN_VERDICT) {
-			m->pool = pool;
-			m->owner = owner;
-			m->gen = gen;
-		}
+		if (m->owner == napi)
+			return true;
+		ppc_count(RC_DENY_ELSEWHERE);
+		return false;
+	}
+	owner = ppc_own_lookup(pool);
+	if (owner > PPC_OWN_VERDICT) {
+		m->pool = pool;
+		m->owner = owner;
+		m->gen = gen;
 	}
 	if (!owner) {
 		ppc_count(RC_DENY_UNKNOWN);

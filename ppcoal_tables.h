@@ -185,7 +185,7 @@ PPC_AUDITED(mana, mana_poll, mana_rxq,
  * in reverse, so the end of a NAPI poll is watched before any poll is
  * marked as begun (POLL_ENTER) and until no poll can be.
  */
-PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
+PPC_TRACEPOINT(POLL_DONE, RECYCLE, TRACK, "napi:napi_poll",
 	       ppc_owner_tp_register, ppc_owner_tp_unregister)
 #endif
 
@@ -196,7 +196,9 @@ PPC_TRACEPOINT(POLL_DONE, RECYCLE, ON, "napi:napi_poll",
  * sequence (a consumer defines both): arm says when the hook is live: PATH
  * while the path is not off, ON only while it is on, OBSERVE only while
  * it is observe (and attached), LEARN only while
- * ppcoal_owner.c learns pool owners (on demand). module is NULL for
+ * ppcoal_owner.c learns pool owners (on demand), TRACK while it marks
+ * every NAPI poll (on demand, where its poll wrappers cannot serve).
+ * module is NULL for
  * vmlinux. A redirect enters replacement, a shadow with the target's
  * signature, instead of the target (livepatch style, FTRACE_OPS_FL_IPMODIFY:
  * one such user per function, so it conflicts with a livepatch of it),
@@ -212,7 +214,7 @@ PPC_REDIRECT(COALESCE, COALESCE, PATH, NULL, "skb_try_coalesce",
 	     ppc_skb_try_coalesce, false)
 PPC_REDIRECT(RECYCLE, RECYCLE, PATH, NULL, PPC_RECYCLE_TARGET,
 	     ppc_recycle_put, false)
-PPC_HOOK(POLL_ENTER, RECYCLE, ON, NULL, "__napi_poll",
+PPC_HOOK(POLL_ENTER, RECYCLE, TRACK, NULL, "__napi_poll",
 	 ppc_owner_poll_cb, NULL, false, false)
 PPC_HOOK(POOL_DESTROY, RECYCLE, ON, NULL, "page_pool_destroy",
 	 ppc_owner_pool_destroy_cb, NULL, false, false)

@@ -41,6 +41,7 @@ have PPC_HAVE_SKB_ADD_RX_FRAG_NETMEM 'void skb_add_rx_frag_netmem\(' include/lin
 have PPC_HAVE_UBUF_INFO_OPS '^struct ubuf_info_ops \{' include/linux/skbuff.h || true
 have PPC_HAVE_FTRACE_DIRECT_MULTI 'int register_ftrace_direct_multi\(' include/linux/ftrace.h || true
 have PPC_HAVE_PP_PARAMS_NAPI 'struct napi_struct \*napi;' include/net/page_pool/types.h || true
+have PPC_HAVE_CALL_DEPTH '^\.macro CALL_DEPTH_ACCOUNT' arch/x86/include/asm/nospec-branch.h || true
 echo "#endif"
 )
 

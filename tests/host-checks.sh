@@ -123,7 +123,7 @@ fi
 if [ ! -x "$cp_dir/scripts/checkpatch.pl" ]; then
 	echo "FAIL host:checkpatch: cannot get checkpatch.pl from linux-source-6.1"
 else
-	files=$(git ls-files '*.c' '*.h')
+	files=$(git ls-files '*.c' '*.S' '*.h')
 	# shellcheck disable=SC2086
 	out=$(perl "$cp_dir/scripts/checkpatch.pl" --strict --no-tree --no-summary --terse -f $files 2>&1)
 	if [ -z "$out" ]; then

@@ -108,6 +108,7 @@ path() {
 recycle_state() {
 	printf '%s\n' "coalesce.clone_policy: $1" "recycle.tracked_known: ${2:-0}" "recycle.tracked_unknown: 0" \
 		"recycle.tracked_shared: 0" "recycle.learning: ${3:-idle}" "recycle.tracked_not_eligible: 0" \
+		"recycle.poll_marks: wrapper on ppf_poll,veth_poll" \
 		"recycle.audited_drivers: ppcoal_fixture:ppf_poll,veth:veth_poll" "recycle.audited_off: ${4:-none}"
 }
 
@@ -502,6 +503,14 @@ for off in none "stmmac (stmmac_rx changed since its audit)"; do
 			bad "stmmac behind dwmac_intel, its row off: '$r'"
 	fi
 done
+# the tracker, the fallback that costs every NAPI poll (issue 37): recycle's
+# verdict says so, with the reason
+for f in stats.before stats.after; do
+	sed -i 's/^recycle.poll_marks: .*/recycle.poll_marks: tracker on every poll (recycle_wrap=0)/' "$B/$f"
+done
+status "$B" "$T/o" "$T/e"
+grep -q "^  recycle: on, .*; NAPI polls marked by the tracker on every poll (recycle_wrap=0)$" "$T/o" ||
+	bad "the tracker not named in recycle's verdict: $(grep "^  recycle: " "$T/o")"
 report status-pagepool
 
 # C: a Debian 12 host with an e1000e NIC alone: virtio waits for

@@ -15,7 +15,7 @@ declare -A layer=(
 	[ppcoal_tables.o]=0
 	[ppcoal_verify.o]=1 [ppcoal_direct.o]=1
 	[ppcoal_hook.o]=2
-	[ppcoal_owner.o]=3
+	[ppcoal_owner.o]=3 [ppcoal_owner_wrap.o]=3
 	[ppcoal_coalesce.o]=4 [ppcoal_recycle.o]=4 [ppcoal_virtio_hook.o]=4
 	[ppcoal_main.o]=5
 )

@@ -97,13 +97,12 @@ poll() {
 		snap /tmp/b
 		[ "$poll_m" != on ] || [ "$(val recycle.learning /tmp/a)" = idle ] ||
 			echo "BENCH-ERROR $1: the allocation probe was still armed"
-		poll_d=$(delta recycle.direct /tmp/a /tmp/b)
-		[ "$poll_m" != on ] || [ "$1" != poll_recycle ] || [ "$poll_d" -ge "$n" ] ||
-			echo "BENCH-ERROR $1 under recycle=on: $poll_d of $n pages direct"
-		# the tracker's probes see every poll while on
+		# the microbenchmark's NAPI is no audited driver's: with the poll
+		# wrapper (issue 37) none of its polls is marked, and none of its
+		# pages goes direct (with recycle_wrap=0 the tracker marks them all)
 		poll_d=$(delta recycle.napi_polls /tmp/a /tmp/b)
-		if [ "$poll_m" = on ] && [ "$poll_d" -lt "$n" ]; then
-			echo "BENCH-ERROR $1 under recycle=on: the tracker saw $poll_d of $n polls"
+		if [ "$poll_m" = on ] && [ "$poll_d" != 0 ]; then
+			echo "BENCH-ERROR $1 under recycle=on: $poll_d of its $n polls marked"
 		fi
 	done
 	echo off >"$P/recycle"

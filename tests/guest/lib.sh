@@ -342,6 +342,16 @@ pktgen_flood() {
 }
 # drop_flood SECS [ADDR]: 64-byte UDP datagrams that die inside the poll
 drop_flood() { udpflood "${2:-$BLACKHOLE}" 9 "$1" 64 >/dev/null; }
+# wrapped FN: recycle.poll_marks names FN among the poll functions wrapped
+# ("wrapper on F,G[; tracker ...]"; other audited drivers' modules may be
+# loaded: veth and vmxnet3 on 6.12)
+wrapped() {
+	val recycle.poll_marks | awk -v f="$1" '{ sub(/;.*/, "") }
+		$1 != "wrapper" || $2 != "on" { exit 1 }
+		{ n = split($3, w, ","); for (i = 1; i <= n; i++) if (w[i] == f) exit 0; exit 1 }'
+}
+# tracker_why: why the tracker marks every poll ("" when it does not)
+tracker_why() { val recycle.poll_marks | sed -n 's/.*tracker on every poll (\(.*\))$/\1/p'; }
 # direct_pm A B: per mille of page-pool puts that were direct (ppcoal or kernel)
 permille() { # permille N D: N per mille of D, 0 when D is 0
 	# not $((D ? N * 1000 / D : 0)): busybox ash evaluates both arms

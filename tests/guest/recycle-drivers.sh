@@ -9,8 +9,9 @@
 # xen-netfront's pattern), and its ring reset from process context while
 # the NAPI polls (.../reset, bnxt's queue reset). Such a NAPI is polled by
 # ppf_poll_ring(), not by the ppf_poll() the fixture's audit row names: with
-# recycle=on its pool never gets a direct put (not eligible, counted), while
-# the work item allocates and resets run during the flood.
+# recycle=on its polls are never marked (the wrapper sits on ppf_poll
+# alone, issue 37), so its pool is never learned and never gets a direct
+# put, while the work item allocates and resets run during the flood.
 # recycle.direct counts ppcoal's direct puts into every pool; the one pool
 # they may go to here is ppf0's (its poll is the audited one), and only
 # for pool pages ppf0 received (none since fixture_up made the pair's
@@ -18,8 +19,6 @@
 # rxpages. Where the kernel keeps page_pool statistics (the debug
 # kernels) they name the pool exactly: ppf1's puts asking for its cache
 # stay 0 (its own are never direct).
-# judged_never: a live pool has the verdict not eligible
-judged_never() { [ "$(val recycle.tracked_not_eligible)" -gt 0 ]; }
 # ppf_resets N [HOW]: N resets of ppf1's ring, 0.1 s apart (HOW 1, the
 # default: bnxt's; 2: 32 rounds each, on 6.12 not withdrawing direct
 # recycling first)
@@ -45,19 +44,10 @@ t_recycle_driver_patterns() {
 		echo 3 >$FX/reset 2>/dev/null && bad "$cfg: reset 3 accepted (1 and 2 are)"
 		dmesg_has "reset: write 1" || bad "$cfg: no dmesg line for the refused reset 3"
 		blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$cfg: blackhole neighbour"
-		# the learner meets the pool: a verdict, not an owner. With
-		# frag_pool=0 it has met it before /tmp/a (a verdict counted
-		# there, before the window: what the stop 21 CI's dma boot
-		# met by chance, and a delta of pools_not_eligible missed)
-		[ $fp = 0 ] && { drop_flood 1; sleep 0.5; }
 		snap /tmp/a
 		rp0=$(ppf_field ppf0 rxpages)
 		dp1=$(ppf1_field directputs)
 		drop_flood 2
-		# before any reset (on 6.12 a reset withdraws direct recycling,
-		# another way to this verdict): the poll is not the audited
-		# one. A gauge of live pools, not a delta: see above
-		flood_until judged_never || bad "$cfg: ppf1's pool not judged not eligible in 15 s of drop floods, before any reset"
 		drop_flood 2 &
 		fl=$!
 		ppf_resets 10 $((fp + 1)) || bad "$cfg: reset"
@@ -71,9 +61,11 @@ t_recycle_driver_patterns() {
 			dp1=$(($(ppf1_field directputs) - dp1))
 			eq "$dp1" 0 "$cfg: no direct put into ppf1's pool, refilled from process context (page_pool stats)"
 		fi
-		gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 250 "$cfg: its pages denied as not eligible"
+		# freed in no marked poll (or, on 6.12 where reset withdraws
+		# direct recycling, judged not eligible)
+		gt "$(sumd /tmp/a /tmp/b recycle.deny_owner_elsewhere recycle.deny_not_eligible)" 250 "$cfg: its pages on the ring, in no marked poll or not eligible"
 		check_sums /tmp/a /tmp/b
-		echo "METRIC $(uname -r) recycle-driver-patterns $cfg direct=$d ppf0_rxpages=$rp0 ppf1_directputs=$dp1 ring=$(delta recycle.ring /tmp/a /tmp/b) not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
+		echo "METRIC $(uname -r) recycle-driver-patterns $cfg direct=$d ppf0_rxpages=$rp0 ppf1_directputs=$dp1 ring=$(delta recycle.ring /tmp/a /tmp/b) elsewhere=$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)"
 		fixture_down || bad "$cfg: pools did not drain"
 	done
 	# reset is refused with the reason on a pair without a driver ring,
@@ -259,6 +251,94 @@ t_recycle_xdptx() {
 	cleanup
 }
 
+# The poll marks (issue 37): with recycle=on a wrapper attached as an
+# ftrace direct call to each audited poll function marks that poll alone,
+# following the driver's module in and out; where it cannot be attached
+# (recycle_wrap=0, or a function an IPMODIFY or direct-call user already
+# holds) the __napi_poll tracker marks every poll instead, said in stats
+# and dmesg, and pages still go direct. A stack walked inside the wrapped
+# poll unwinds through the wrapper to __napi_poll with no unwinder error.
+# marks_are yes|no WHY LABEL: ppf_poll wrapped or not, and the tracker's
+# reason ("" when it does not mark)
+marks_are() {
+	if [ "$1" = yes ]; then
+		wrapped ppf_poll || bad "$3: ppf_poll not wrapped: $(val recycle.poll_marks)"
+	else
+		! wrapped ppf_poll || bad "$3: ppf_poll wrapped: $(val recycle.poll_marks)"
+	fi
+	eq "$(tracker_why)" "$2" "$3: the tracker's reason"
+}
+# wrap_direct LABEL: the fixture's pool learned and recycling directly
+wrap_direct() {
+	blackhole_up ppf0 ppf1 $BLACKHOLE || bad "$1: blackhole neighbour"
+	flood_until_known || bad "$1: ppf1's pool not learned in 15 s of drop floods"
+	recycle_flood /tmp/a /tmp/b 2
+	gt "$(direct_pm /tmp/a /tmp/b)" 900 "$1: direct puts per mille"
+	echo "METRIC $(uname -r) recycle-wrap $1: direct_pm=$(direct_pm /tmp/a /tmp/b) polls=$(delta recycle.napi_polls /tmp/a /tmp/b) rx=$(delta recycle.calls /tmp/a /tmp/b)"
+}
+# stack_through WANT LABEL: a stack walked in ppf_poll() has ppf_poll's
+# caller(s) WANT ("ppc_wrap __napi_poll" or "__napi_poll") and no error
+stack_through() {
+	echo 1 >$FX/stack || bad "$2: arm the stack walk"
+	drop_flood 1
+	cat $FX/stack >/tmp/stack
+	got=$(awk '$1 == "frame" { sub(/\+.*/, "", $2); f[n++] = $2 }
+		END { for (i = 0; i < n; i++) if (f[i] == "ppf_poll") break
+			for (j = i + 1; j < n && j <= i + 2; j++) s = s (s ? " " : "") f[j]
+			print s }' /tmp/stack)
+	case "$got" in
+	"$1"*) ;;
+	*) bad "$2: ppf_poll's callers \"$got\", not \"$1\": $(tr '\n' ' ' </tmp/stack)" ;;
+	esac
+	eq "$(awk '$1 == "error" { print $2 }' /tmp/stack)" 0 "$2: the unwinder's verdict"
+	echo "  $2: the stack walked in ppf_poll():"
+	sed 's/^/    /' /tmp/stack
+}
+t_recycle_wrap() {
+	begin recycle-wrap
+	ppcoal_load coalesce=off virtio=off recycle=on || bad "insmod ppcoal"
+	marks_are no "" "no fixture"
+	# the wrapper follows the fixture's module in and out
+	fixture_up frag_pool=0 linear=0 || bad "fixture_up"
+	marks_are yes "" "fixture loaded"
+	# its record is direct, to ppc_wrap (the line after the function's)
+	grep -A1 "^ppf_poll " /sys/kernel/tracing/enabled_functions | grep -q "direct-->ppc_wrap+" ||
+		bad "ppf_poll's call site does not reach ppc_wrap: $(grep -A1 "^ppf_poll " /sys/kernel/tracing/enabled_functions | tr '\n\t' '  ')"
+	wrap_direct wrapped
+	stack_through "ppc_wrap __napi_poll" wrapped
+	# an IPMODIFY user (a livepatch's kind) is refused on a wrapped poll
+	! insmod /ko/ppcoal_conflict.ko also=ppf_poll 2>/dev/null ||
+		bad "an IPMODIFY ops registered on the wrapped ppf_poll"
+	grep -q '^ppcoal_conflict ' /proc/modules && rmmod ppcoal_conflict
+	fixture_down || bad "wrapped: pools did not drain"
+	marks_are no "" "fixture unloaded"
+	# the poll held by an IPMODIFY user: the tracker, said
+	echo off >$P/recycle || bad "recycle=off"
+	fixture_up frag_pool=0 linear=0 || bad "fixture_up again"
+	insmod /ko/ppcoal_conflict.ko also=ppf_poll || bad "insmod ppcoal_conflict also=ppf_poll"
+	dmesg -c >/dev/null
+	echo on >$P/recycle || bad "recycle=on beside the IPMODIFY user"
+	marks_are no "ppf_poll cannot be wrapped (-16: a BPF program or a livepatch on it?)" "ppf_poll held"
+	dmesg | grep -q "ppcoal: recycle: every NAPI poll is marked by the __napi_poll tracker: ppf_poll cannot be wrapped" ||
+		bad "the fallback not said in dmesg"
+	wrap_direct tracker
+	stack_through "__napi_poll" tracker
+	echo off >$P/recycle || bad "recycle=off"
+	rmmod ppcoal_conflict || bad "rmmod ppcoal_conflict"
+	echo on >$P/recycle || bad "recycle=on again"
+	marks_are yes "" "ppf_poll free again"
+	fixture_down || bad "tracker: pools did not drain"
+	ppcoal_unload || bad "rmmod ppcoal"
+	# recycle_wrap=0: the tracker on every poll
+	ppcoal_load coalesce=off virtio=off recycle=on recycle_wrap=0 || bad "insmod recycle_wrap=0"
+	fixture_up frag_pool=0 linear=0 || bad "fixture_up recycle_wrap=0"
+	marks_are no "recycle_wrap=0" "recycle_wrap=0"
+	wrap_direct recycle_wrap=0
+	fixture_down || bad "recycle_wrap=0: pools did not drain"
+	end
+	cleanup
+}
+
 # A pool of a driver that is not audited is never recycled directly (issue
 # 12.10-12): the fixture under another module name is not on the list, and
 # becomes eligible only when an expert adds it (recycle_drivers, a - in a
@@ -283,8 +363,11 @@ t_recycle_audit() {
 	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
 	snap /tmp/b
 	eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "not audited: no direct put"
-	gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 1900 "not audited: denied as not eligible"
-	gt "$(val recycle.tracked_not_eligible)" 0 "the pool is recorded as not eligible"
+	# its poll is not wrapped (issue 37): never marked, its pool never
+	# learned (with the tracker: marked, and the pool judged not eligible)
+	eq "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "not audited: no poll marked"
+	gt "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 1900 "not audited: freed in no marked poll"
+	eq "$(val recycle.tracked_not_eligible)/$(val recycle.tracked_unknown)/$(delta recycle.learn_armed /tmp/a /tmp/b)" 0/0/0 "not audited: no slot, no learning"
 	echo ppcoal_microbench >$P/recycle_drivers 2>/dev/null && bad "recycle_drivers accepted while on"
 	echo "bad name!" >$P/recycle_drivers 2>/dev/null && bad "an invalid recycle_drivers accepted"
 	echo observe >$P/recycle
@@ -308,6 +391,8 @@ t_recycle_audit() {
 	eq "$(val recycle.audited_drivers)" "$aud,ppcoal_microbench(added)" "an added driver listed, whole module"
 	dmesg_has "added to the audited list at the administrator's risk" || bad "no dmesg warning for recycle_drivers"
 	echo on >$P/recycle || bad "recycle=on"
+	# its poll function is not known: the tracker marks every poll
+	eq "$(tracker_why)" "recycle_drivers: their poll functions are unknown" "an added driver: the tracker"
 	echo "poll_recycle 2000" >$MB || bad "poll_recycle"
 	sleep 0.3
 	snap /tmp/a
@@ -446,6 +531,7 @@ t_recycle_veth_xdp() {
 			echo "METRIC $(uname -r) recycle-veth-xdp pinned record=$r direct_pm=$pm not_eligible=$(delta recycle.deny_not_eligible /tmp/a /tmp/b)"
 			if [ $r = ok ]; then
 				gt "$pm" 900 "veth's functions equal in $V: ppcoal recycles veth's pool directly (per mille)"
+				wrapped veth_poll || bad "veth's functions equal in $V: veth_poll not wrapped: $(val recycle.poll_marks)"
 				eq "$(val recycle.audited_off)" none "veth's functions equal in $V: no row off"
 			elif [ $r = none ]; then
 				gt "$(sumd /tmp/a /tmp/b recycle.ring recycle.direct)" 200 "no record of veth's functions in $V: veth page-pool pages on the recycle path"
@@ -453,7 +539,9 @@ t_recycle_veth_xdp() {
 				eq "$(val recycle.audited_off)" "veth (its audit is not verified for Debian $V)" "no record of veth's functions in $V: the row off, named"
 			else
 				eq "$(delta recycle.direct /tmp/a /tmp/b)" 0 "veth_poll changed in $V: no direct put"
-				gt "$(delta recycle.deny_not_eligible /tmp/a /tmp/b)" 200 "veth_poll changed in $V: veth's pages not eligible"
+				# its poll not wrapped (issue 37): freed in no marked poll
+				! wrapped veth_poll || bad "veth_poll changed in $V: veth_poll wrapped: $(val recycle.poll_marks)"
+				gt "$(delta recycle.deny_owner_elsewhere /tmp/a /tmp/b)" 200 "veth_poll changed in $V: veth's pages freed in no marked poll"
 				eq "$(val recycle.audited_off)" "veth (veth_poll differs in Debian $V from the audited sources)" "veth_poll changed in $V: the row off, named"
 				dmesg_has "recycle: veth is not treated as an audited driver here: veth_poll differs in Debian $V" ||
 					bad "veth_poll changed in $V: no dmesg line"

@@ -11,6 +11,10 @@
  * not call for a function this module holds (its failure there frees
  * what a listed ftrace_ops may still read). A function that cannot be
  * probed fails the load.
+ *
+ * also=FUNCTION: the ops holds that function too (a module's function
+ * by its name alone: ppf_poll), as a livepatch of it would; the load
+ * fails where another IPMODIFY or direct-call user holds it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -24,6 +28,10 @@
 static char *count;
 module_param(count, charp, 0444);
 MODULE_PARM_DESC(count, "load-time: a kernel function whose calls a kprobe counts (read them in counted)");
+
+static char *also;
+module_param(also, charp, 0444);
+MODULE_PARM_DESC(also, "load-time: a function the IPMODIFY ops holds too");
 
 static atomic_t ppcoal_conflict_counted = ATOMIC_INIT(0);
 
@@ -75,14 +83,20 @@ static int __init ppcoal_conflict_init(void)
 	}
 	ret = ftrace_set_filter_ip(&ppcoal_conflict_ops,
 				   (unsigned long)skb_try_coalesce, 0, 0);
-	if (ret)
+	if (!ret && also)
+		ret = ftrace_set_filter(&ppcoal_conflict_ops, also,
+					strlen(also), 0);
+	if (ret) {
+		ftrace_free_filter(&ppcoal_conflict_ops);
 		goto out;
+	}
 	ret = register_ftrace_function(&ppcoal_conflict_ops);
 	if (ret) {
 		ftrace_free_filter(&ppcoal_conflict_ops);
 		goto out;
 	}
-	pr_info("holding skb_try_coalesce with IPMODIFY\n");
+	pr_info("holding skb_try_coalesce%s%s with IPMODIFY\n",
+		also ? " and " : "", also ?: "");
 	return 0;
 out:
 	if (count)

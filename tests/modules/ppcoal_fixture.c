@@ -28,7 +28,9 @@
  * the pool pages its poll passed up (rxpages) and the puts into its pools
  * that asked for the lockless cache (directputs, -1 without the kernel's
  * page_pool statistics); .../teardown keeps the verdict of every pool teardown: "drained" or
- * "LEAK". Test-only code: it reads page_pool internals to count.
+ * "LEAK"; .../stack, written, has the next poll of ppf_poll() walk its
+ * own stack, and then shows the frames and the unwinder's verdict.
+ * Test-only code: it reads page_pool internals to count.
  *
  *   extra_pools N more pools for ppf1 (0..1024), used in turn with its own
  *              by ppf1's poll: many pools owned by one NAPI, to load
@@ -109,6 +111,7 @@
 #include <linux/seq_file.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
+#include <asm/unwind.h>
 
 #include "ppcoal_kcompat.h"
 #ifdef PPC_HAVE_PAGE_POOL_HELPERS_H
@@ -510,9 +513,44 @@ static int __ppf_poll(struct napi_struct *napi, int budget)
 	return done;
 }
 
+/*
+ * "stack": write 1 and the next poll of ppf_poll() walks its own stack
+ * with the ORC unwinder, as arch_stack_walk_reliable() does (the exported
+ * __unwind_start() and unwind_next_frame(); 6.1.192
+ * arch/x86/kernel/stacktrace.c:32-78), and keeps, for the file, each
+ * frame's return address and whether the walk met an unwinder error: a
+ * poll wrapped by ppcoal (issue 37) must unwind through its trampoline.
+ */
+static atomic_t ppf_stack_want;
+static char ppf_stack[1024];	/* under ppf_stack_lock */
+static DEFINE_SPINLOCK(ppf_stack_lock);
+
+static noinline void ppf_stack_walk(void)
+{
+	struct unwind_state state;
+	unsigned long addr;
+	int n = 0, len = 0;
+
+	spin_lock(&ppf_stack_lock);
+	for (unwind_start(&state, current, NULL, NULL);
+	     !unwind_done(&state) && n < 24; unwind_next_frame(&state), n++) {
+		addr = unwind_get_return_address(&state);
+		if (!addr)
+			break;
+		len += scnprintf(ppf_stack + len, sizeof(ppf_stack) - len,
+				 "frame %pS\n", (void *)addr);
+	}
+	scnprintf(ppf_stack + len, sizeof(ppf_stack) - len, "error %d\n",
+		  unwind_error(&state));
+	spin_unlock(&ppf_stack_lock);
+}
+
 /* The poll the audit (ppcoal_tables.h) read: the pool is its alone. */
 static int ppf_poll(struct napi_struct *napi, int budget)
 {
+	if (unlikely(atomic_read(&ppf_stack_want)) &&
+	    atomic_xchg(&ppf_stack_want, 0))
+		ppf_stack_walk();
 	return __ppf_poll(napi, budget);
 }
 
@@ -963,6 +1001,37 @@ static ssize_t ppf_hold_write(struct file *file, const char __user *ubuf,
 	return len;
 }
 
+static int ppf_stack_show(struct seq_file *m, void *v)
+{
+	spin_lock_bh(&ppf_stack_lock);
+	seq_puts(m, ppf_stack);
+	spin_unlock_bh(&ppf_stack_lock);
+	return 0;
+}
+
+static int ppf_stack_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, ppf_stack_show, NULL);
+}
+
+static ssize_t ppf_stack_write(struct file *file, const char __user *ubuf,
+			       size_t len, loff_t *ppos)
+{
+	spin_lock_bh(&ppf_stack_lock);
+	ppf_stack[0] = '\0';
+	spin_unlock_bh(&ppf_stack_lock);
+	atomic_set(&ppf_stack_want, 1);
+	return len;
+}
+
+static const struct file_operations ppf_stack_fops = {
+	.open = ppf_stack_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = ppf_stack_write,
+};
+
 static const struct file_operations ppf_hold_fops = {
 	.write = ppf_hold_write,
 };
@@ -1150,6 +1219,7 @@ static int __init ppf_init(void)
 	debugfs_create_file("teardown", 0444, ppf_debugfs, NULL,
 			    &ppf_teardown_fops);
 	debugfs_create_file("hold", 0200, ppf_debugfs, NULL, &ppf_hold_fops);
+	debugfs_create_file("stack", 0600, ppf_debugfs, NULL, &ppf_stack_fops);
 #ifdef PPC_HAVE_PP_DISABLE_DIRECT
 	debugfs_create_file("withdraw", 0200, ppf_debugfs, NULL,
 			    &ppf_withdraw_fops);

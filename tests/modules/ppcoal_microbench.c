@@ -95,11 +95,13 @@
  *   but complete; poll_recycle's takes one page from the pool and frees it
  *   through the skb page free (as call_recycle), a frame received and
  *   dropped per poll, the fixture's irq_usecs=0. Under recycle=off,
- *   observe and on: poll_empty's on-observe is what ppcoal's NAPI tracker
- *   (two probes per poll) costs; poll_recycle's on-off is what a user gets
- *   per frame at a poll per frame, hook, tracker and direct recycling
- *   together (the pool is learned as owned by this NAPI, so "on" recycles
- *   directly; the runner checks it did). A chunk in which a poll did not
+ *   observe and on: this NAPI is no audited driver's, as virtio_net's, so
+ *   with ppcoal's poll wrapper (issue 37) poll_empty's on-off is what "on"
+ *   costs such a poll (nothing: it is not wrapped; with recycle_wrap=0,
+ *   the tracker's two probes) and poll_recycle's is the page free's hook
+ *   (its pages go to the ring; with recycle_wrap=0 or recycle_drivers
+ *   naming this module, the tracker marks its polls and it recycles
+ *   directly). A chunk in which a poll did not
  *   run at once (6.1 defers softirqs to a runnable ksoftirqd) is not
  *   timed; too many such chunks fail the run.
  * poll_recycle_irqoff: poll_recycle with interrupts disabled around the
