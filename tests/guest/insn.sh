@@ -78,8 +78,7 @@ t_insn_recycle() {
 			fixture_up frag_pool=0 linear=0 irq_usecs=$irq || bad "fixture_up irq_usecs=$irq"
 			blackhole_up ppf0 ppf1 $BLACKHOLE || bad "blackhole neighbour"
 			for r in 0 1 2 3 4; do
-				ms="off on"
-				[ $((r % 2)) = 0 ] || ms="on off"
+				ms=$(pair_order $r)
 				# ppcoal.insnobserve=1 (by hand): the hook alone too
 				[ "$(karg insnobserve 0)" = 0 ] || ms="$ms observe"
 				for m in $ms; do
@@ -147,9 +146,7 @@ t_insn_recycle_virtio() {
 	insmod /ko/ppcoal_microbench.ko || bad "insmod ppcoal_microbench"
 	MB=/sys/kernel/debug/ppcoal_microbench/run
 	for r in 0 1 2 3 4; do
-		ms="off on"
-		[ $((r % 2)) = 0 ] || ms="on off"
-		for m in $ms; do
+		for m in $(pair_order $r); do
 			echo $m >$P/recycle || bad "recycle=$m"
 			mb_window poll_empty poll_empty-$m/$r
 			eq "$(delta recycle.napi_polls /tmp/a /tmp/b)" 0 "poll_empty $m/$r: no poll marked"
@@ -160,9 +157,7 @@ t_insn_recycle_virtio() {
 	insn_check insn-recycle-poll-empty-spread-off agree poll_empty-off insns 2
 	insn_check insn-recycle-poll-empty-spread-on agree poll_empty-on insns 2
 	for r in 0 1 2 3 4; do
-		ms="off on"
-		[ $((r % 2)) = 0 ] || ms="on off"
-		for m in $ms; do
+		for m in $(pair_order $r); do
 			echo $m >$P/recycle || bad "recycle=$m"
 			udpflood $PEER 9 1 18 nomark 200 >/dev/null
 			snap /tmp/a
