@@ -247,10 +247,11 @@ static netdev_tx_t ppf_xmit(struct sk_buff *skb, struct net_device *dev)
 		/* the batch is full: the "interrupt" now, the timer reset */
 		hrtimer_try_to_cancel(&pp->irq_timer);
 		napi_schedule(&pp->napi);
-	} else if (!hrtimer_active(&pp->irq_timer))
+	} else if (!hrtimer_active(&pp->irq_timer)) {
 		hrtimer_start(&pp->irq_timer,
 			      ns_to_ktime(pp->irq_usecs * NSEC_PER_USEC),
 			      HRTIMER_MODE_REL);
+	}
 	return NETDEV_TX_OK;
 drop:
 	atomic_long_inc(&priv->tx_dropped);
