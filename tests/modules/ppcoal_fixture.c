@@ -22,12 +22,14 @@
  *              CPU gets); N: interrupt moderation as a NIC does it: the
  *              poll is scheduled after N microseconds, or at once when
  *              irq_frames frames wait (a NIC's rx-usecs and rx-frames).
- *   irq_frames with irq_usecs: 1..64 (default 64, a NAPI weight). A flood
- *              faster than irq_frames in irq_usecs then gets polls of
- *              irq_frames frames each, however fast the guest runs: the
- *              frame that fills the batch schedules the poll and cancels
- *              the timer, and the poll runs when that frame's transmit
- *              enables bottom halves again.
+ *   irq_frames with irq_usecs: 1..64 (default 64, a NAPI weight; others
+ *              clamped). The frame that fills the batch schedules the poll
+ *              and cancels the timer. A flood from one process-context
+ *              sender faster than irq_frames in irq_usecs then gets polls
+ *              of about irq_frames frames, however fast the guest runs:
+ *              the poll runs when that frame's transmit enables bottom
+ *              halves again. (Senders on other CPUs can add frames before
+ *              it runs, up to 64; a poll the timer fires takes fewer.)
  *
  * /sys/kernel/debug/ppcoal_fixture/pools shows, per device, the pool's
  * pages held and released, cached, in its ring, and in flight (in skbs),
@@ -143,7 +145,7 @@ module_param(irq_usecs, uint, 0644);
 MODULE_PARM_DESC(irq_usecs, "0: poll per frame; N: moderate like a NIC, poll after N us or irq_frames frames");
 static unsigned int irq_frames = NAPI_POLL_WEIGHT;
 module_param(irq_frames, uint, 0644);
-MODULE_PARM_DESC(irq_frames, "with irq_usecs: poll at once when this many frames wait (1..64, default 64)");
+MODULE_PARM_DESC(irq_frames, "with irq_usecs: poll at once when this many frames wait (1..64, clamped; default 64)");
 static bool pp_napi;
 module_param(pp_napi, bool, 0644);
 static unsigned int extra_pools;
@@ -723,7 +725,8 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 	skb_queue_head_init(&priv->held);
 	skb_queue_head_init(&priv->txc);
 	priv->irq_usecs = irq_usecs;
-	priv->irq_frames = clamp_t(unsigned int, irq_frames, 1, NAPI_POLL_WEIGHT);
+	priv->irq_frames =
+		clamp_t(unsigned int, irq_frames, 1, NAPI_POLL_WEIGHT);
 	hrtimer_init(&priv->irq_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	priv->irq_timer.function = ppf_irq_timer;
 	spin_lock_init(&priv->ring_lock);
