@@ -53,7 +53,8 @@ t_insn_plugin() {
 # per page the redirect and the owner check, per poll the wrapper, and
 # saves per page a ring put and its producer lock. Measured (6.1.0-57 /
 # 6.12.117, median of the five pairs' on - off): with direct calls -25 /
-# -40 moderated (every pair below on both kernels), +0.4 / +2.5 per frame
+# -40 moderated (-18 in a second 6.12 boot; every pair below in each),
+# +0.4 / +2.5 per frame
 # (the floor: the redirect on the two frees of a packet, its page and its
 # head); with callbacks +56 / +75 and +59 / +84. Asserted, on the paired
 # differences (pmost: a drift of the guest between pairs cancels): with
