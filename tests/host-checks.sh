@@ -436,21 +436,29 @@ fi
 # 31" passes and "less a b 32" fails, "spread b 10" passes (4 of 42 is
 # 9.5%) and "spread b 9" fails, a check of a group nobody measured (z) fails;
 # c (100, 101 and 130): "agree c 1" passes (two of three within 1% of 101),
-# "agree c 0.5" fails (one), "agree b 4" fails (40 and 44 are 4.8% off 42)
+# "agree c 0.5" fails (one), "agree b 4" fails (40 and 44 are 4.8% off 42);
+# paired: "pmost b a 31" passes (b - a: 30 and 32), "pmost b a 30" fails,
+# "pmost a b -31" passes, "pmost a b -32" fails; e has repetition 1 alone
+# (20), so "pmost e a 8" passes only if e/1 pairs with a/1 (12), not with
+# the first window of a (10); "pmost z a" fails (no pair)
 why=""
 d=$(mktemp -d)
 printf '%s\n' "mark 0 1000 5" "mark 1 1100 15" "mark 2 2000 20" "mark 3 2120 30" \
 	"mark 4 3000 40" "mark 5 3400 40" "mark 6 4000 50" "mark 7 4440 50" \
-	"mark 8 5000 0" "mark 9 5100 0" "mark 10 6000 0" "mark 11 6101 0" "mark 12 7000 0" "mark 13 7130 0" >"$d/marks"
+	"mark 8 5000 0" "mark 9 5100 0" "mark 10 6000 0" "mark 11 6101 0" "mark 12 7000 0" "mark 13 7130 0" \
+	"mark 14 8000 0" "mark 15 8200 0" >"$d/marks"
 printf '%s\r\n' "x PPCOAL-INSNWIN a/0 10" "PPCOAL-INSNWIN a/1 10" "PPCOAL-INSNWIN b/0 10" \
-	"PPCOAL-INSNWIN b/1 10" "PPCOAL-INSNWIN c/0 1" "PPCOAL-INSNWIN c/1 1" "PPCOAL-INSNWIN c/2 1" \
+	"PPCOAL-INSNWIN b/1 10" "PPCOAL-INSNWIN c/0 1" "PPCOAL-INSNWIN c/1 1" "PPCOAL-INSNWIN c/2 1" "PPCOAL-INSNWIN e/1 10" \
 	"PPCOAL-INSNCHECK a1 agree c insns 1" "PPCOAL-INSNCHECK a2 agree c insns 0.5" "PPCOAL-INSNCHECK a3 agree b insns 4" \
 	"PPCOAL-INSNCHECK m1 most b a insns 31" "PPCOAL-INSNCHECK m2 most b a insns 30" \
 	"PPCOAL-INSNCHECK l1 less a b insns 31" "PPCOAL-INSNCHECK l2 less a b insns 32" \
 	"PPCOAL-INSNCHECK s1 spread b insns 10" "PPCOAL-INSNCHECK s2 spread b insns 9" \
-	"PPCOAL-INSNCHECK r1 range a locked 1 1" "PPCOAL-INSNCHECK n1 most z a insns 99" >"$d/log"
+	"PPCOAL-INSNCHECK r1 range a locked 1 1" "PPCOAL-INSNCHECK n1 most z a insns 99" \
+	"PPCOAL-INSNCHECK p1 pmost b a insns 31" "PPCOAL-INSNCHECK p2 pmost b a insns 30" \
+	"PPCOAL-INSNCHECK p3 pmost a b insns -31" "PPCOAL-INSNCHECK p4 pmost a b insns -32" \
+	"PPCOAL-INSNCHECK p5 pmost e a insns 8" "PPCOAL-INSNCHECK p6 pmost z a insns 99" >"$d/log"
 got=$(tests/vm/insn-windows.sh k "$d/marks" "$d/log" "$d/summary" 2>&1 | grep -E '^(PASS|FAIL)' | sed 's/: .*//' | tr '\n' ' ')
-want="PASS k:insn-marks PASS k:a1 FAIL k:a2 FAIL k:a3 PASS k:m1 FAIL k:m2 PASS k:l1 FAIL k:l2 PASS k:s1 FAIL k:s2 PASS k:r1 FAIL k:n1 "
+want="PASS k:insn-marks PASS k:a1 FAIL k:a2 FAIL k:a3 PASS k:m1 FAIL k:m2 PASS k:l1 FAIL k:l2 PASS k:s1 FAIL k:s2 PASS k:r1 FAIL k:n1 PASS k:p1 FAIL k:p2 PASS k:p3 FAIL k:p4 PASS k:p5 FAIL k:p6 "
 [ "$got" = "$want" ] || why="gave \"$got\", not \"$want\""
 grep -q '^a  *insns  *11.00 (10.00-12.00)  locked  *1.000' "$d/summary" || why="$why${why:+; }summary: $(head -n 1 "$d/summary")"
 rm -rf "$d"

@@ -163,11 +163,15 @@ t_toggle() {
 	cleanup
 }
 
+# Load and unload under traffic, mode on and observe in turn, 20 times
+# (ppcoal.uulcycles: the CI boot runs 8, each about 3.6 s under TCG; the
+# races of these cycles with parameter writers are rmmod-race's).
 t_unload_under_load() {
 	begin unload-under-load
 	traffic_start -l 256
 	i=0
-	while [ $i -lt 20 ]; do
+	cycles=$(karg uulcycles 20)
+	while [ $i -lt "$cycles" ]; do
 		m=on
 		[ $((i % 2)) = 0 ] || m=observe
 		ppcoal_load mode=$m || bad "insmod #$i"

@@ -192,6 +192,11 @@ mode_order() {
 	esac
 }
 
+# pair_order REP: off and on, swapped on odd REP (an A/B of two modes)
+pair_order() {
+	if [ $(($1 % 2)) = 0 ]; then echo "off on"; else echo "on off"; fi
+}
+
 # xfer MB: send MB of random data to peer over TCP (busybox nc) and compare
 # checksums; proves the data arrives intact, which iperf3 does not check.
 xfer() {

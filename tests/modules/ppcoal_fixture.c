@@ -20,8 +20,16 @@
  *   gro        1: napi_gro_receive(), 0: netif_receive_skb().
  *   irq_usecs  0: a NAPI poll per frame sent (what a sender on the same
  *              CPU gets); N: interrupt moderation as a NIC does it: the
- *              poll is scheduled after N microseconds, or at once when a
- *              NAPI weight of frames waits.
+ *              poll is scheduled after N microseconds, or at once when
+ *              irq_frames frames wait (a NIC's rx-usecs and rx-frames).
+ *   irq_frames with irq_usecs: 1..64 (default 64, a NAPI weight; others
+ *              clamped). The frame that fills the batch schedules the poll
+ *              and cancels the timer. A flood from one process-context
+ *              sender faster than irq_frames in irq_usecs then gets polls
+ *              of about irq_frames frames, however fast the guest runs:
+ *              the poll runs when that frame's transmit enables bottom
+ *              halves again. (Senders on other CPUs can add frames before
+ *              it runs, up to 64; a poll the timer fires takes fewer.)
  *
  * /sys/kernel/debug/ppcoal_fixture/pools shows, per device, the pool's
  * pages held and released, cached, in its ring, and in flight (in skbs),
@@ -131,10 +139,13 @@ module_param(frag_pool, bool, 0644);
 MODULE_PARM_DESC(frag_pool, "two buffers per page (6.1: PP_FLAG_PAGE_FRAG pool)");
 static bool linear;
 module_param(linear, bool, 0644);
+MODULE_PARM_DESC(linear, "build skbs in place (build_skb) instead of header + page frag");
 static unsigned int irq_usecs;
 module_param(irq_usecs, uint, 0644);
-MODULE_PARM_DESC(irq_usecs, "0: poll per frame; N: moderate like a NIC, poll after N us or 64 frames");
-MODULE_PARM_DESC(linear, "build skbs in place (build_skb) instead of header + page frag");
+MODULE_PARM_DESC(irq_usecs, "0: poll per frame; N: moderate like a NIC, poll after N us or irq_frames frames");
+static unsigned int irq_frames = NAPI_POLL_WEIGHT;
+module_param(irq_frames, uint, 0644);
+MODULE_PARM_DESC(irq_frames, "with irq_usecs: poll at once when this many frames wait (1..64, clamped; default 64)");
 static bool pp_napi;
 module_param(pp_napi, bool, 0644);
 static unsigned int extra_pools;
@@ -188,6 +199,7 @@ struct ppf_priv {
 	struct sk_buff_head held;	/* kept by "hold", freed by "release" */
 	struct hrtimer irq_timer;	/* irq_usecs: the moderated "interrupt" */
 	unsigned int irq_usecs;
+	unsigned int irq_frames;
 	atomic_t hold;
 	bool frag;		/* this pool's kind, fixed at creation */
 	bool linear;
@@ -231,12 +243,17 @@ static netdev_tx_t ppf_xmit(struct sk_buff *skb, struct net_device *dev)
 	atomic_long_inc(&priv->tx_packets);
 	atomic_long_add(skb->len, &priv->tx_bytes);
 	skb_queue_tail(&pp->rxq, skb);
-	if (!pp->irq_usecs || skb_queue_len(&pp->rxq) >= NAPI_POLL_WEIGHT)
+	if (!pp->irq_usecs) {
 		napi_schedule(&pp->napi);
-	else if (!hrtimer_active(&pp->irq_timer))
+	} else if (skb_queue_len(&pp->rxq) >= pp->irq_frames) {
+		/* the batch is full: the "interrupt" now, the timer reset */
+		hrtimer_try_to_cancel(&pp->irq_timer);
+		napi_schedule(&pp->napi);
+	} else if (!hrtimer_active(&pp->irq_timer)) {
 		hrtimer_start(&pp->irq_timer,
 			      ns_to_ktime(pp->irq_usecs * NSEC_PER_USEC),
 			      HRTIMER_MODE_REL);
+	}
 	return NETDEV_TX_OK;
 drop:
 	atomic_long_inc(&priv->tx_dropped);
@@ -708,6 +725,8 @@ static struct net_device *ppf_create(int i, struct device *dma_dev)
 	skb_queue_head_init(&priv->held);
 	skb_queue_head_init(&priv->txc);
 	priv->irq_usecs = irq_usecs;
+	priv->irq_frames =
+		clamp_t(unsigned int, irq_frames, 1, NAPI_POLL_WEIGHT);
 	hrtimer_init(&priv->irq_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	priv->irq_timer.function = ppf_irq_timer;
 	spin_lock_init(&priv->ring_lock);

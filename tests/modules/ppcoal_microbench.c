@@ -39,9 +39,11 @@
  *   ring (6.12's own NAPI-local rule says no too: the pool names neither a
  *   NAPI nor a CPU). What direct recycling saves is recycle_direct below.
  * call_build_skb: build_skb() on a napi_alloc_frag() buffer, then
- *   napi_consume_skb(). A caller outside virtio_net: ppcoal's virtio path
- *   only counts it and passes it through, so virtio=off, observe and on
- *   differ by the cost of the build_skb hook on every other caller.
+ *   consume_skb() (see ppmb_build()). A caller outside virtio_net:
+ *   ppcoal's virtio path only counts it and passes it through, so
+ *   virtio=off, observe and on differ by the cost of the build_skb hook on
+ *   every other caller. Its counts are not build_skb's below, nor those of
+ *   call_build_skb before 2026-12 (napi_consume_skb() then).
  * call_rx_frag: a driver's receive outside virtio_net that copies the
  *   headers and hands the rest on as a frag: napi_alloc_skb() of 256
  *   bytes, skb_add_rx_frag() of a page the run holds (one reference more
@@ -60,7 +62,7 @@
  * build_skb / napi_build_skb: napi_alloc_frag() of a 256-byte buffer plus
  *   shared info, build_skb() or napi_build_skb() around it, then
  *   napi_consume_skb(skb, 64), which puts the sk_buff into the per-CPU NAPI
- *   cache that only napi_build_skb() takes from. What virtio=on changes per
+ *   cache that napi_build_skb() and napi_alloc_skb() take from. What virtio=on changes per
  *   received packet (run with virtio=off, the runner does, so that no hook
  *   sits on build_skb).
  * coalesce_ok / coalesce_refused: what coalescing a page-pool skb on the
@@ -328,7 +330,23 @@ static void ppmb_recycle_direct_loop(struct ppmb_run *r, u32 n)
 	ppmb_recycle(r, n, true);
 }
 
-static __always_inline void ppmb_build(struct ppmb_run *r, u32 n, bool napi)
+/*
+ * napi: napi_build_skb(), else build_skb(). free_now: consume_skb(), which
+ * gives the sk_buff straight back to the slab's per-CPU freelist, so that
+ * the next build_skb() takes the same object; else napi_consume_skb(),
+ * which parks it in the CPU's NAPI cache (shared with every NAPI user of
+ * the CPU) until 64 are there and then hands the newest 32 to the slab at
+ * once (napi_skb_cache_put(), 6.1 and 6.12). With that free the counts of
+ * call_build_skb came in two levels 15 instructions apart, one of three
+ * loads of the insn boot on 6.12.117 (CI of 9a8f334; 6.1 likewise when it
+ * ran after the recycle tests). Our reading, not traced: the slab slow
+ * paths of those bulk frees and of the allocations that refill from them
+ * depend on the cache's fill and the slab's state when the run starts.
+ * With consume_skb() the windows repeat within 0.2% (6.12.117) and 0.01%
+ * (6.1.0-57).
+ */
+static __always_inline void ppmb_build(struct ppmb_run *r, u32 n, bool napi,
+				       bool free_now)
 {
 	struct sk_buff *skb;
 	void *data;
@@ -347,18 +365,26 @@ static __always_inline void ppmb_build(struct ppmb_run *r, u32 n, bool napi)
 			r->err = -ENOMEM;
 			return;
 		}
-		napi_consume_skb(skb, PPMB_BUDGET);
+		if (free_now)
+			consume_skb(skb);
+		else
+			napi_consume_skb(skb, PPMB_BUDGET);
 	}
 }
 
 static void ppmb_build_skb_loop(struct ppmb_run *r, u32 n)
 {
-	ppmb_build(r, n, false);
+	ppmb_build(r, n, false, false);
 }
 
 static void ppmb_napi_build_skb_loop(struct ppmb_run *r, u32 n)
 {
-	ppmb_build(r, n, true);
+	ppmb_build(r, n, true, false);
+}
+
+static void ppmb_call_build_skb_loop(struct ppmb_run *r, u32 n)
+{
+	ppmb_build(r, n, false, true);
 }
 
 /*
@@ -546,7 +572,7 @@ static const struct ppmb_op ppmb_ops[] = {
 	{ .name = "call_recycle", .bh = true, .pool = true,
 	  .loop = ppmb_call_recycle_loop },
 	{ .name = "call_build_skb", .bh = true,
-	  .loop = ppmb_build_skb_loop },
+	  .loop = ppmb_call_build_skb_loop },
 	{ .name = "call_rx_frag", .bh = true,
 	  .setup = ppmb_call_rx_frag_setup, .loop = ppmb_call_rx_frag_loop,
 	  .teardown = ppmb_call_rx_frag_teardown },

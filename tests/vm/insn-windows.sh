@@ -14,6 +14,13 @@
 #                    (median A <= median B - MARGIN)
 #   PPCOAL-INSNCHECK NAME most GROUP_A GROUP_B insns|locked BOUND
 #                    (median A - median B <= BOUND: A costs at most BOUND more)
+#   PPCOAL-INSNCHECK NAME pmost GROUP_A GROUP_B insns|locked BOUND
+#                    (paired: the median over the repetitions both groups
+#                    ran of A/REP - B/REP <= BOUND; a negative BOUND asks A
+#                    below B. The pairs of an interleaved A/B ran side by
+#                    side, so a drift of the guest between repetitions
+#                    cancels in each difference, as it does not between
+#                    two groups' medians)
 #   PPCOAL-INSNCHECK NAME spread GROUP insns|locked PERCENT
 #                    ((max - min) / median <= PERCENT %)
 #   PPCOAL-INSNCHECK NAME agree GROUP insns|locked PERCENT
@@ -106,6 +113,7 @@ END {
 	result("insn-marks", 1)
 	for (i = 0; i < nwin; i++) {
 		g = lab[i]; sub(/\/[^\/]*$/, "", g); grp[i] = g
+		r = substr(lab[i], length(g) + 2); rep[i] = r
 		u = units[i] > 0 ? units[i] : 1
 		pi[i] = (mi[2 * i + 1] - mi[2 * i]) / u
 		pl[i] = (ml[2 * i + 1] - ml[2 * i]) / u
@@ -136,6 +144,22 @@ END {
 			else
 				result(name, a - M <= c[6] + 0,
 				       sprintf("%s %s %.3f (%.3f-%.3f) is %.3f above %s %.3f (%.3f-%.3f), more than %s", c[3], c[5], a, amn, amx, a - M, c[4], M, MN, MX, c[6]))
+		} else if (kind == "pmost" && n == 6) {
+			np = 0; nb = 0; delete dv
+			for (i = 0; i < nwin; i++) {
+				if (grp[i] != c[3]) continue
+				for (j = 0; j < nwin; j++)
+					if (grp[j] == c[4] && rep[j] == rep[i]) {
+						dv[++np] = c[5] == "insns" ? pi[i] - pi[j] : pl[i] - pl[j]
+						if (dv[np] <= c[6] + 0) nb++
+						break
+					}
+			}
+			if (!np) { result(name, 0, "no pair of " c[3] " and " c[4]); continue }
+			sortv(dv, np)
+			d = (np % 2) ? dv[(np + 1) / 2] : (dv[np / 2] + dv[np / 2 + 1]) / 2
+			result(name, d <= c[6] + 0,
+			       sprintf("%s - %s %s, median of %d pairs %.3f (%.3f to %.3f; %d at most %s), above %s", c[3], c[4], c[5], np, d, dv[1], dv[np], nb, c[6], c[6]))
 		} else if (kind == "agree" && n == 5) {
 			if (!stat(c[3], c[4], c[5])) { result(name, 0, "no window of " c[3]); continue }
 			result(name, M > 0 && NA * 2 > N,
