@@ -60,8 +60,8 @@ t_insn_plugin() {
 # differences (pmost: a drift of the guest between pairs cancels): with
 # direct calls and moderated polls "on" below "off"; at a poll per frame
 # at most 40 above (the tracker alone cost 70 a poll; the pairs there
-# spread by tens, -126 to +60 in one 6.1 boot, and their median, a few
-# above zero in four boots, was +16 in a fifth); with callbacks at
+# spread by tens, -126 to +60 in one 6.1 boot, and their median was
+# -14 to +5 in five boots, +16 in a sixth); with callbacks at
 # most 100 above; every case "on" below "off" in locked instructions (no
 # margin: the saving varied between boots on 6.1, 0.2 to 1.3); most of
 # each group's windows within 2% of its median, the premise of measuring
