@@ -76,6 +76,8 @@ function sortv(a, n,    i, j, t) {
 	for (i = 2; i <= n; i++)
 		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 }
+# median(v, n): the median of v[1..n], sorted
+function median(v, n) { return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
 # stat GROUP WHAT [PCT]: median, min and max of the group in M, MN, MX;
 # count in N; with PCT, the windows within PCT % of the median in NA
 function stat(g, w, pct,    i, v, n) {
@@ -85,7 +87,7 @@ function stat(g, w, pct,    i, v, n) {
 	N = n
 	if (!n) return 0
 	sortv(v, n)
-	M = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	M = median(v, n)
 	MN = v[1]; MX = v[n]
 	NA = 0
 	for (i = 1; i <= n; i++)
@@ -113,7 +115,7 @@ END {
 	result("insn-marks", 1)
 	for (i = 0; i < nwin; i++) {
 		g = lab[i]; sub(/\/[^\/]*$/, "", g); grp[i] = g
-		r = substr(lab[i], length(g) + 2); rep[i] = r
+		rep[i] = substr(lab[i], length(g) + 2)
 		u = units[i] > 0 ? units[i] : 1
 		pi[i] = (mi[2 * i + 1] - mi[2 * i]) / u
 		pl[i] = (ml[2 * i + 1] - ml[2 * i]) / u
@@ -157,7 +159,7 @@ END {
 			}
 			if (!np) { result(name, 0, "no pair of " c[3] " and " c[4]); continue }
 			sortv(dv, np)
-			d = (np % 2) ? dv[(np + 1) / 2] : (dv[np / 2] + dv[np / 2 + 1]) / 2
+			d = median(dv, np)
 			result(name, d <= c[6] + 0,
 			       sprintf("%s - %s %s, median of %d pairs %.3f (%.3f to %.3f; %d at most %s), above %s", c[3], c[4], c[5], np, d, dv[1], dv[np], nb, c[6], c[6]))
 		} else if (kind == "agree" && n == 5) {
